@@ -1,0 +1,26 @@
+// SHA-256 over OpenSSL's EVP interface, incremental, with the lowercase hex form every message carries.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace maka_eval::contracts {
+
+class sha256 {
+public:
+    sha256();
+    void update(std::string_view bytes);
+    // Lowercase hex of the digest of everything fed so far; the running state is left untouched.
+    [[nodiscard]] std::string hex() const;
+
+private:
+    struct context_deleter {
+        void operator()(void* context) const noexcept;
+    };
+    std::unique_ptr<void, context_deleter> context_;
+};
+
+[[nodiscard]] std::string sha256_hex(std::string_view bytes);
+
+} // namespace maka_eval::contracts

@@ -1,0 +1,34 @@
+// Fixed names, prefixes and limits shared by the relay and the helper.
+//
+// These are wire facts of the original Python relay (BEHAVIOUR.md §0.1, §2); changing one changes what the
+// orchestrator or a subject sees, so they live in one place and nowhere else.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+namespace maka_eval::contracts {
+
+inline constexpr std::string_view result_frame_prefix = "MAKA-EVAL-RESULT-V1";
+inline constexpr std::string_view scope_error_prefix = "MAKA-EVAL-SCOPE-ERROR-V1";
+inline constexpr std::string_view result_token_variable = "MAKA_EVAL_RESULT_TOKEN";
+
+// A frame's payload stays below PIPE_BUF on the producer side; the carrier bound keeps the projection cheap.
+inline constexpr std::size_t payload_limit_bytes = 2 * 1024;
+inline constexpr std::size_t carrier_limit_bytes = 64 * 1024;
+
+// The original's asyncio reader gives up on a control line over 64 KiB. We accept up to 1 MiB so that an
+// `execute` with a large environment still arrives, and refuse anything longer with a clear error.
+inline constexpr std::size_t control_line_limit_bytes = 1024 * 1024;
+
+// The scope exit code of the original wrapper when the scope file could not be published.
+inline constexpr int scope_unavailable_exit_code = 111;
+// What `executed` reports for a subject stopped because the framework timed out.
+inline constexpr int framework_timeout_exit_code = 124;
+
+inline constexpr std::string_view artifacts_directory = "/logs/artifacts";
+inline constexpr std::string_view stdout_artifact_name = "maka-subject.stdout.txt";
+inline constexpr std::string_view stderr_artifact_name = "maka-subject.stderr.txt";
+inline constexpr std::string_view scope_directory = "/logs/agent";
+
+} // namespace maka_eval::contracts

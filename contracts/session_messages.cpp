@@ -1,0 +1,370 @@
+// Relay ⇄ helper session messages: JSON mapping with field-naming failures (see session_messages.hpp).
+#include "contracts/session_messages.hpp"
+
+#include "contracts/result_frame.hpp"
+#include "contracts/wire_json.hpp"
+
+#include <limits>
+#include <stdexcept>
+
+#include <boost/json/parse.hpp>
+
+namespace maka_eval::contracts {
+namespace {
+
+namespace json = boost::json;
+
+class session_category_impl final : public boost::system::error_category {
+public:
+    const char* name() const noexcept override { return "maka_eval.session"; }
+    std::string message(int value) const override {
+        switch (static_cast<session_error>(value)) {
+        case session_error::bad_line:
+            return "session line is not a JSON object";
+        case session_error::unknown_kind:
+            return "unknown session message kind";
+        case session_error::version_mismatch:
+            return "session protocol version mismatch";
+        case session_error::bad_field:
+            return "invalid session message field";
+        }
+        return "unknown session error";
+    }
+};
+
+// Reads typed fields from one object and remembers the first one that is wrong.
+class reader {
+public:
+    explicit reader(const json::object& object) : object_(object) {}
+
+    [[nodiscard]] bool ok() const { return where_.empty(); }
+    [[nodiscard]] const std::string& where() const { return where_; }
+
+    std::string text(std::string_view key, bool required = true) {
+        const auto* value = object_.if_contains(key);
+        if (value == nullptr && !required) {
+            return {};
+        }
+        if (value == nullptr || !value->is_string()) {
+            fail(key);
+            return {};
+        }
+        return std::string(value->get_string());
+    }
+
+    std::int64_t integer(std::string_view key, std::int64_t low, std::int64_t high, std::optional<std::int64_t> fallback = {}) {
+        const auto* value = object_.if_contains(key);
+        if (value == nullptr && fallback) {
+            return *fallback;
+        }
+        if (value != nullptr && value->is_uint64() && value->get_uint64() <= static_cast<std::uint64_t>(high)) {
+            return static_cast<std::int64_t>(value->get_uint64());
+        }
+        if (value == nullptr || !value->is_int64() || value->get_int64() < low || value->get_int64() > high) {
+            fail(key);
+            return 0;
+        }
+        return value->get_int64();
+    }
+
+    std::uint64_t count(std::string_view key, bool required = true) {
+        const auto* value = object_.if_contains(key);
+        if (value == nullptr && !required) {
+            return 0;
+        }
+        if (value != nullptr && value->is_uint64()) {
+            return value->get_uint64();
+        }
+        if (value == nullptr || !value->is_int64() || value->get_int64() < 0) {
+            fail(key);
+            return 0;
+        }
+        return static_cast<std::uint64_t>(value->get_int64());
+    }
+
+    bool boolean(std::string_view key, bool fallback) {
+        const auto* value = object_.if_contains(key);
+        if (value == nullptr) {
+            return fallback;
+        }
+        if (!value->is_bool()) {
+            fail(key);
+            return fallback;
+        }
+        return value->get_bool();
+    }
+
+    std::vector<std::string> strings(std::string_view key) {
+        std::vector<std::string> out;
+        const auto* value = object_.if_contains(key);
+        if (value == nullptr || !value->is_array()) {
+            fail(key);
+            return out;
+        }
+        for (const auto& item : value->get_array()) {
+            if (!item.is_string()) {
+                fail(std::string(key) + "[" + std::to_string(out.size()) + "]");
+                return out;
+            }
+            out.emplace_back(item.get_string());
+        }
+        return out;
+    }
+
+    variables map(std::string_view key, bool required = true) {
+        variables out;
+        const auto* value = object_.if_contains(key);
+        if (value == nullptr && !required) {
+            return out;
+        }
+        if (value == nullptr || !value->is_object()) {
+            fail(key);
+            return out;
+        }
+        for (const auto& member : value->get_object()) {
+            if (!member.value().is_string()) {
+                fail(std::string(key) + "." + std::string(member.key()));
+                return out;
+            }
+            out.emplace_back(member.key(), member.value().get_string());
+        }
+        return out;
+    }
+
+    const json::object* child(std::string_view key) {
+        const auto* value = object_.if_contains(key);
+        if (value == nullptr || !value->is_object()) {
+            fail(key);
+            return nullptr;
+        }
+        return &value->get_object();
+    }
+
+    void fail(std::string_view where) {
+        if (where_.empty()) {
+            where_ = where;
+        }
+    }
+
+private:
+    const json::object& object_;
+    std::string where_;
+};
+
+json::object variables_object(const variables& vars) {
+    json::object out;
+    for (const auto& [name, value] : vars) {
+        out[name] = value;
+    }
+    return out;
+}
+
+json::object artifact_json(const artifact_summary& artifact) {
+    return {{"path", artifact.path}, {"bytes", artifact.bytes}, {"sha256", artifact.sha256}};
+}
+
+std::optional<artifact_summary> artifact_from(const json::object* object, std::string& where) {
+    if (object == nullptr) {
+        return std::nullopt;
+    }
+    reader r(*object);
+    artifact_summary out{r.text("path"), r.count("bytes"), r.text("sha256")};
+    if (!r.ok()) {
+        where = r.where();
+        return std::nullopt;
+    }
+    return out;
+}
+
+std::optional<diagnostic> diagnostic_from(const json::object* object) {
+    if (object == nullptr) {
+        return std::nullopt;
+    }
+    reader r(*object);
+    const auto kind = category_from_string(r.text("category"));
+    if (!r.ok() || !kind) {
+        return std::nullopt;
+    }
+    if (*kind == category::none) {
+        return object->size() == 1 ? std::optional(diagnostic::none()) : std::nullopt;
+    }
+    auto out = diagnostic::evidence(*kind, r.count("bytes"), r.text("sha256"));
+    return r.ok() && object->size() == 3 ? std::optional(out) : std::nullopt;
+}
+
+struct to_json_visitor {
+    json::object operator()(const hello_message& m) const {
+        return {{"kind", "hello"},      {"version", session_protocol_version}, {"helper", m.helper_version},
+                {"cwd", m.cwd},         {"pid", m.pid},                        {"uid", m.uid},
+                {"gid", m.gid},         {"capabilities", variables_object(m.capabilities)},
+                {"netns", m.net_namespace}};
+    }
+    json::object operator()(const run_request& m) const {
+        json::array argv;
+        for (const auto& arg : m.argv) {
+            argv.emplace_back(arg);
+        }
+        return {{"kind", "run"},
+                {"version", session_protocol_version},
+                {"argv", std::move(argv)},
+                {"cwd", m.cwd},
+                {"environment", variables_object(m.environment)},
+                {"credentials", variables_object(m.credentials)},
+                {"resultToken", m.result_token},
+                {"captureStdout", m.capture_stdout},
+                {"scopePath", m.scope_path},
+                {"artifactsDir", m.artifacts_dir},
+                {"termGraceMs", m.term_grace_ms},
+                {"killGraceMs", m.kill_grace_ms},
+                {"drainMs", m.drain_ms}};
+    }
+    json::object operator()(const cancel_request& m) const {
+        return {{"kind", "cancel"}, {"version", session_protocol_version}, {"reason", m.reason}};
+    }
+    json::object operator()(const started_message& m) const {
+        return {{"kind", "started"}, {"version", session_protocol_version}, {"pid", m.pid}, {"pgid", m.pgid},
+                {"startTime", m.start_time}};
+    }
+    json::object operator()(const report_message& m) const {
+        json::object out{{"kind", m.settled ? "settled" : "exited"},
+                         {"version", session_protocol_version},
+                         {"exitCode", m.exit_code},
+                         {"signal", m.signal},
+                         {"stdout", m.stdout_text},
+                         {"diagnostic", to_json(m.diagnostic)},
+                         {"artifacts", {{"stdout", artifact_json(m.stdout_artifact)},
+                                        {"stderr", artifact_json(m.stderr_artifact)}}},
+                         {"runMs", m.run_ms}};
+        if (m.settled) {
+            out["settleMs"] = m.settle_ms;
+            out["signalled"] = m.signalled;
+            out["reason"] = m.reason;
+        }
+        return out;
+    }
+    json::object operator()(const error_message& m) const {
+        return {{"kind", "error"}, {"version", session_protocol_version}, {"code", m.code}, {"message", m.message}};
+    }
+    json::object operator()(const pinned_message& m) const {
+        return {{"kind", "pinned"}, {"version", session_protocol_version}, {"ip", m.ip}, {"host", m.host}};
+    }
+};
+
+failure bad_field(std::string where) { return {session_error::bad_field, std::move(where)}; }
+
+} // namespace
+
+const boost::system::error_category& session_category() noexcept {
+    static const session_category_impl instance;
+    return instance;
+}
+
+boost::system::error_code make_error_code(session_error e) noexcept {
+    return {static_cast<int>(e), session_category()};
+}
+
+std::string failure::message() const {
+    return where.empty() ? code.message() : code.message() + ": " + where;
+}
+
+void throw_exception_from_error(const failure& e, const boost::source_location&) {
+    throw std::runtime_error(e.message());
+}
+
+json::object to_json(const session_message& message) { return std::visit(to_json_visitor{}, message); }
+
+std::string serialize(const session_message& message) { return to_wire(to_json(message)) + "\n"; }
+
+boost::system::result<session_message, failure> from_json(const json::object& object) {
+    reader r(object);
+    const std::string kind = r.text("kind");
+    if (!r.ok()) {
+        return failure{session_error::unknown_kind, "kind"};
+    }
+    if (r.integer("version", 0, std::numeric_limits<std::int32_t>::max()) != session_protocol_version || !r.ok()) {
+        return failure{session_error::version_mismatch, "version"};
+    }
+    constexpr std::int64_t max_ms = std::numeric_limits<std::uint32_t>::max();
+    session_message out;
+    if (kind == "hello") {
+        out = hello_message{r.text("helper"), r.text("cwd"), r.integer("pid", 0, std::numeric_limits<std::int32_t>::max()),
+                            r.integer("uid", 0, std::numeric_limits<std::uint32_t>::max()),
+                            r.integer("gid", 0, std::numeric_limits<std::uint32_t>::max()), r.map("capabilities"),
+                            r.text("netns")};
+    } else if (kind == "run") {
+        run_request m;
+        m.argv = r.strings("argv");
+        m.cwd = r.text("cwd", false);
+        m.environment = r.map("environment", false);
+        m.credentials = r.map("credentials", false);
+        m.result_token = r.text("resultToken");
+        m.capture_stdout = r.boolean("captureStdout", true);
+        m.scope_path = r.text("scopePath", false);
+        m.artifacts_dir = r.text("artifactsDir", false);
+        m.term_grace_ms = static_cast<std::uint32_t>(r.integer("termGraceMs", 0, max_ms, 20000));
+        m.kill_grace_ms = static_cast<std::uint32_t>(r.integer("killGraceMs", 0, max_ms, 10000));
+        m.drain_ms = static_cast<std::uint32_t>(r.integer("drainMs", 0, max_ms, 2000));
+        if (r.ok() && m.argv.empty()) {
+            r.fail("argv");
+        }
+        if (r.ok() && !is_result_token(m.result_token)) {
+            r.fail("resultToken");
+        }
+        out = std::move(m);
+    } else if (kind == "cancel") {
+        out = cancel_request{r.text("reason", false)};
+    } else if (kind == "started") {
+        out = started_message{r.integer("pid", 1, std::numeric_limits<std::int32_t>::max()),
+                              r.integer("pgid", 1, std::numeric_limits<std::int32_t>::max()), r.count("startTime")};
+    } else if (kind == "exited" || kind == "settled") {
+        report_message m;
+        m.settled = kind == "settled";
+        m.exit_code = r.integer("exitCode", 0, 255);
+        m.signal = r.text("signal");
+        m.stdout_text = r.text("stdout");
+        const auto diag = diagnostic_from(r.child("diagnostic"));
+        if (r.ok() && !diag) {
+            r.fail("diagnostic");
+        }
+        m.diagnostic = diag.value_or(diagnostic::none());
+        if (const auto* artifacts = r.child("artifacts")) {
+            reader a(*artifacts);
+            std::string where;
+            auto out_artifact = artifact_from(a.child("stdout"), where);
+            auto err_artifact = artifact_from(a.child("stderr"), where);
+            if (!out_artifact || !err_artifact) {
+                r.fail("artifacts" + (where.empty() ? std::string() : "." + where));
+            } else {
+                m.stdout_artifact = std::move(*out_artifact);
+                m.stderr_artifact = std::move(*err_artifact);
+            }
+        }
+        m.run_ms = r.count("runMs");
+        if (m.settled) {
+            m.settle_ms = r.count("settleMs");
+            m.signalled = r.count("signalled");
+            m.reason = r.text("reason");
+        }
+        out = std::move(m);
+    } else if (kind == "error") {
+        out = error_message{r.text("code"), r.text("message")};
+    } else if (kind == "pinned") {
+        out = pinned_message{r.text("ip"), r.text("host")};
+    } else {
+        return failure{session_error::unknown_kind, kind};
+    }
+    if (!r.ok()) {
+        return bad_field(r.where());
+    }
+    return out;
+}
+
+boost::system::result<session_message, failure> parse_session_message(std::string_view line) {
+    auto object = parse_object(line, session_line_limit_bytes);
+    if (!object) {
+        return failure{session_error::bad_line, object.error().message()};
+    }
+    return from_json(*object);
+}
+
+} // namespace maka_eval::contracts

@@ -1,0 +1,125 @@
+// The relay ⇄ helper session: NDJSON over the helper's stdin/stdout (its stderr is a log).
+//
+// Every message carries `kind` and the protocol `version`. Helper → relay: hello, started, exited, settled,
+// error (and `pinned` from the pin-proxy subcommand). Relay → helper: run, cancel. The `run` request is the
+// only place secrets travel (environment, credentials, result token), which is why it is never logged and
+// never written to a file the helper keeps. Parsing names the first bad field, so either side can answer a
+// malformed message with a precise `error`.
+#pragma once
+
+#include "contracts/diagnostic.hpp"
+#include "contracts/orchestrator_messages.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <boost/json/object.hpp>
+#include <boost/system/result.hpp>
+
+namespace maka_eval::contracts {
+
+inline constexpr std::int64_t session_protocol_version = 1;
+// The `run` request carries the subject's environment; 4 MiB bounds it generously.
+inline constexpr std::size_t session_line_limit_bytes = 4 * 1024 * 1024;
+
+enum class session_error {
+    bad_line = 1,     // too long, not UTF-8, not a JSON object
+    unknown_kind,     // `kind` missing or not one this side accepts
+    version_mismatch, // `version` is not session_protocol_version
+    bad_field,        // a field is missing or of the wrong type or value
+};
+[[nodiscard]] const boost::system::error_category& session_category() noexcept;
+[[nodiscard]] boost::system::error_code make_error_code(session_error e) noexcept;
+
+// A failure and where it is ("args[2]", "environment.HOME"), for an error message a person can act on.
+struct failure {
+    boost::system::error_code code;
+    std::string where;
+    [[nodiscard]] std::string message() const;
+};
+
+struct hello_message {
+    std::string helper_version;
+    std::string cwd;
+    std::int64_t pid = 0;
+    std::int64_t uid = 0;
+    std::int64_t gid = 0;
+    variables capabilities; // "CapInh" … "CapAmb" → hex text, as /proc/self/status gives them
+    std::string net_namespace;
+};
+
+struct run_request {
+    std::vector<std::string> argv;
+    std::string cwd; // empty: the helper's own
+    variables environment;
+    variables credentials;
+    std::string result_token;
+    bool capture_stdout = true;
+    std::string scope_path;     // empty: /logs/agent/.maka-eval-<scope name>.pid
+    std::string artifacts_dir;  // empty: /logs/artifacts
+    std::uint32_t term_grace_ms = 20000;
+    std::uint32_t kill_grace_ms = 10000;
+    std::uint32_t drain_ms = 2000; // after the leader exits, how long background holders of the pipes may keep them
+};
+
+struct cancel_request {
+    std::string reason; // "cancel" | "relay-gone" …, for the report
+};
+
+struct started_message {
+    std::int64_t pid = 0;
+    std::int64_t pgid = 0;
+    std::uint64_t start_time = 0; // /proc/<pid>/stat field 22, so a reused pid is never mistaken for the leader
+};
+
+struct artifact_summary {
+    std::string path;
+    std::uint64_t bytes = 0;
+    std::string sha256;
+    friend bool operator==(const artifact_summary&, const artifact_summary&) = default;
+};
+
+// `exited` (the subject ended on its own) or `settled` (the helper stopped it).
+struct report_message {
+    bool settled = false;
+    std::int64_t exit_code = 0;  // 128 + n for a death by signal n
+    std::string signal;          // "TERM", "KILL" … when it died by a signal, else empty
+    std::string stdout_text;     // the projection, exactly what `executed` carries
+    contracts::diagnostic diagnostic;
+    artifact_summary stdout_artifact;
+    artifact_summary stderr_artifact;
+    std::uint64_t run_ms = 0;     // start → leader exit
+    std::uint64_t settle_ms = 0;  // cancel → no child left (settled only)
+    std::uint64_t signalled = 0;  // processes signalled while settling
+    std::string reason;           // settled: why
+};
+
+struct error_message {
+    std::string code;
+    std::string message;
+};
+
+struct pinned_message {
+    std::string ip;
+    std::string host;
+};
+
+using session_message = std::variant<hello_message, run_request, cancel_request, started_message, report_message,
+                                     error_message, pinned_message>;
+
+[[nodiscard]] std::string serialize(const session_message& message); // one line with "\n"
+[[nodiscard]] boost::json::object to_json(const session_message& message);
+[[nodiscard]] boost::system::result<session_message, failure> parse_session_message(std::string_view line);
+[[nodiscard]] boost::system::result<session_message, failure> from_json(const boost::json::object& object);
+
+// Throws for boost::system::result<T, failure>::value().
+[[noreturn]] void throw_exception_from_error(const failure& e, const boost::source_location& location);
+
+} // namespace maka_eval::contracts
+
+template <>
+struct boost::system::is_error_code_enum<maka_eval::contracts::session_error> : std::true_type {};

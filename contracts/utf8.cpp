@@ -1,0 +1,111 @@
+// CPython-compatible UTF-8 repair and strict validation (see utf8.hpp).
+#include "contracts/utf8.hpp"
+
+namespace maka_eval::contracts {
+namespace {
+
+constexpr std::string_view replacement = "\xEF\xBF\xBD";
+
+} // namespace
+
+void utf8_repair::start(unsigned char byte, std::string& out) {
+    // Lead bytes and the range their first continuation byte must fall in (Unicode Table 3-7), which is what
+    // makes overlongs, surrogates and values past U+10FFFF invalid at the earliest byte, as CPython does.
+    low_ = 0x80;
+    high_ = 0xBF;
+    if (byte < 0x80) {
+        out.push_back(static_cast<char>(byte));
+        return;
+    }
+    if (byte >= 0xC2 && byte <= 0xDF) {
+        need_ = 1;
+    } else if (byte == 0xE0) {
+        need_ = 2;
+        low_ = 0xA0;
+    } else if (byte == 0xED) {
+        need_ = 2;
+        high_ = 0x9F;
+    } else if (byte >= 0xE1 && byte <= 0xEF) {
+        need_ = 2;
+    } else if (byte == 0xF0) {
+        need_ = 3;
+        low_ = 0x90;
+    } else if (byte >= 0xF1 && byte <= 0xF3) {
+        need_ = 3;
+    } else if (byte == 0xF4) {
+        need_ = 3;
+        high_ = 0x8F;
+    } else {
+        out.append(replacement);
+        return;
+    }
+    pending_[0] = static_cast<char>(byte);
+    pending_size_ = 1;
+}
+
+void utf8_repair::feed(std::string_view in, std::string& out) {
+    for (const char c : in) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (need_ == 0) {
+            start(byte, out);
+            continue;
+        }
+        if (byte >= low_ && byte <= high_) {
+            pending_[pending_size_++] = c;
+            low_ = 0x80;
+            high_ = 0xBF;
+            if (--need_ == 0) {
+                out.append(pending_, pending_size_);
+                pending_size_ = 0;
+            }
+            continue;
+        }
+        // The valid prefix so far becomes one replacement; the offending byte starts afresh.
+        out.append(replacement);
+        need_ = 0;
+        pending_size_ = 0;
+        start(byte, out);
+    }
+}
+
+void utf8_repair::finish(std::string& out) {
+    if (need_ != 0) {
+        out.append(replacement);
+    }
+    need_ = 0;
+    pending_size_ = 0;
+}
+
+std::string repair_utf8(std::string_view bytes) {
+    std::string out;
+    out.reserve(bytes.size());
+    utf8_repair repair;
+    repair.feed(bytes, out);
+    repair.finish(out);
+    return out;
+}
+
+bool is_valid_utf8(std::string_view bytes) {
+    // Valid input is exactly the input that repair leaves unchanged.
+    std::string out;
+    out.reserve(bytes.size());
+    utf8_repair repair;
+    repair.feed(bytes, out);
+    repair.finish(out);
+    return out == bytes;
+}
+
+char32_t next_code_point(std::string_view valid, std::size_t& pos) {
+    const auto lead = static_cast<unsigned char>(valid[pos++]);
+    if (lead < 0x80) {
+        return lead;
+    }
+    int extra = lead >= 0xF0 ? 3 : lead >= 0xE0 ? 2 : 1;
+    char32_t value = lead & (0x3F >> extra);
+    while (extra-- > 0 && pos < valid.size()) {
+        value = (value << 6) | (static_cast<unsigned char>(valid[pos++]) & 0x3F);
+    }
+    return value;
+}
+
+} // namespace maka_eval::contracts

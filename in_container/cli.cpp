@@ -1,0 +1,62 @@
+// maka-eval-helper's subcommand table and usage (see cli.hpp).
+#include "in_container/cli.hpp"
+#include "in_container/io.hpp"
+
+#include <array>
+#include <string>
+
+#include <unistd.h>
+
+#ifndef MAKA_EVAL_VERSION
+#define MAKA_EVAL_VERSION "0.0.0"
+#endif
+
+namespace maka_eval::in_container {
+namespace {
+
+constexpr std::string_view usage = R"(usage: maka-eval-helper COMMAND [OPTIONS]
+
+The in-container side of maka-eval-relay: a static supervisor that needs nothing from the image.
+
+commands:
+  frame [PAYLOAD|-]                     print a result frame for $MAKA_EVAL_RESULT_TOKEN
+  project --result-token T [--no-capture]
+                                        project a carrier on stdin as the relay would report it
+  --version                             print the version
+  --help                                print this text
+)";
+
+struct command {
+    std::string_view name;
+    int (*run)(std::span<const std::string_view>);
+};
+
+constexpr std::array commands = {
+    command{"frame", &frame_command},
+    command{"project", &project_command},
+};
+
+} // namespace
+
+int run_cli(std::span<const std::string_view> args) {
+    if (args.empty()) {
+        (void)write_all(STDERR_FILENO, usage);
+        return exit_usage;
+    }
+    if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+        return write_all(STDOUT_FILENO, usage) ? exit_ok : exit_failed;
+    }
+    if (args[0] == "--version") {
+        return write_all(STDOUT_FILENO, std::string("maka-eval-helper ") + MAKA_EVAL_VERSION + "\n") ? exit_ok
+                                                                                                     : exit_failed;
+    }
+    for (const auto& entry : commands) {
+        if (entry.name == args[0]) {
+            return entry.run(args.subspan(1));
+        }
+    }
+    log_line("unknown command '" + std::string(args[0]) + "' (see --help)");
+    return exit_usage;
+}
+
+} // namespace maka_eval::in_container

@@ -1,0 +1,20 @@
+// Small, EINTR-safe POSIX I/O used across the helper: whole writes, whole reads, close-on-exec opens.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace maka_eval::in_container {
+
+// Writes all of `data` (retrying EINTR and short writes); false on any other error.
+bool write_all(int fd, std::string_view data);
+// Reads until EOF, at most `limit` bytes (nullopt on error or when the input is longer).
+std::optional<std::string> read_all(int fd, std::size_t limit);
+// Reads a whole file (O_CLOEXEC, O_NOFOLLOW not implied), at most `limit` bytes.
+std::optional<std::string> read_file(const std::string& path, std::size_t limit);
+// A message on stderr, one line, prefixed with the program name.
+void log_line(std::string_view message);
+
+} // namespace maka_eval::in_container

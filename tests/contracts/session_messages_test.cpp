@@ -1,0 +1,79 @@
+// Relay ⇄ helper session messages: defaults, version and kind checks, and failures that name the field.
+#include "contracts/session_messages.hpp"
+
+#include "support/result_printing.hpp"
+
+#include <doctest/doctest.h>
+
+namespace {
+
+using namespace maka_eval::contracts;
+
+const std::string rt(32, 'f');
+
+std::string failure_of(std::string_view line) {
+    const auto r = parse_session_message(line);
+    return r ? std::string("ok") : r.error().message();
+}
+
+TEST_CASE("a minimal run takes the documented defaults") {
+    const auto m = parse_session_message(R"({"kind":"run","version":1,"argv":["/bin/true"],"resultToken":")" + rt + "\"}");
+    REQUIRE(m.has_value());
+    const auto& run = std::get<run_request>(*m);
+    CHECK(run.argv == std::vector<std::string>{"/bin/true"});
+    CHECK(run.capture_stdout);
+    CHECK(run.term_grace_ms == 20000);
+    CHECK(run.kill_grace_ms == 10000);
+    CHECK(run.drain_ms == 2000);
+    CHECK(run.environment.empty());
+}
+
+TEST_CASE("failures name what is wrong") {
+    CHECK(failure_of("not json") == "session line is not a JSON object: message line is not JSON");
+    CHECK(failure_of(R"({"version":1})") == "unknown session message kind: kind");
+    CHECK(failure_of(R"({"kind":"launch","version":1})") == "unknown session message kind: launch");
+    CHECK(failure_of(R"({"kind":"cancel","version":2})") == "session protocol version mismatch: version");
+    CHECK(failure_of(R"({"kind":"cancel"})") == "session protocol version mismatch: version");
+    CHECK(failure_of(R"({"kind":"run","version":1,"argv":["a",2],"resultToken":")" + rt + "\"}") ==
+          "invalid session message field: argv[1]");
+    CHECK(failure_of(R"({"kind":"run","version":1,"argv":[],"resultToken":")" + rt + "\"}") ==
+          "invalid session message field: argv");
+    CHECK(failure_of(R"({"kind":"run","version":1,"argv":["a"],"resultToken":"x"})") ==
+          "invalid session message field: resultToken");
+    CHECK(failure_of(R"({"kind":"run","version":1,"argv":["a"],"environment":{"A":1},"resultToken":")" + rt + "\"}") ==
+          "invalid session message field: environment.A");
+    CHECK(failure_of(R"({"kind":"run","version":1,"argv":["a"],"termGraceMs":-1,"resultToken":")" + rt + "\"}") ==
+          "invalid session message field: termGraceMs");
+    CHECK(failure_of(R"({"kind":"started","version":1,"pid":0,"pgid":1,"startTime":1})") ==
+          "invalid session message field: pid");
+}
+
+TEST_CASE("oversized lines are refused before parsing") {
+    const std::string huge(session_line_limit_bytes + 1, ' ');
+    CHECK(failure_of(huge) == "session line is not a JSON object: message line exceeds the size limit");
+}
+
+TEST_CASE("a report with a malformed diagnostic is refused") {
+    CHECK(failure_of(R"({"kind":"exited","version":1,"exitCode":0,"signal":"","stdout":"","diagnostic":{"category":"none","bytes":0},"artifacts":{"stdout":{"path":"a","bytes":0,"sha256":""},"stderr":{"path":"b","bytes":0,"sha256":""}},"runMs":0})") ==
+          "invalid session message field: diagnostic");
+}
+
+TEST_CASE("messages round-trip through JSON") {
+    report_message report;
+    report.settled = true;
+    report.exit_code = 137;
+    report.signal = "KILL";
+    report.diagnostic = diagnostic::over(category::result_frame_missing, "x");
+    report.reason = "relay-gone";
+    report.signalled = 3;
+    const auto again = parse_session_message(serialize(report)).value();
+    const auto& r = std::get<report_message>(again);
+    CHECK(r.settled);
+    CHECK(r.exit_code == 137);
+    CHECK(r.signal == "KILL");
+    CHECK(r.diagnostic == report.diagnostic);
+    CHECK(r.reason == "relay-gone");
+    CHECK(r.signalled == 3);
+}
+
+} // namespace

@@ -1,0 +1,122 @@
+// Test support: a small fork/exec runner with captured pipes and a deadline (see process.hpp).
+#include "support/process.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace maka_eval::test {
+
+process_result run_process(const std::vector<std::string>& argv, const std::string& input,
+                           const std::optional<std::vector<std::string>>& env, int timeout_ms) {
+    int in[2];
+    int out[2];
+    int err[2];
+    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
+        return {};
+    }
+    std::vector<char*> args;
+    for (const auto& a : argv) {
+        args.push_back(const_cast<char*>(a.c_str()));
+    }
+    args.push_back(nullptr);
+    std::vector<char*> envp;
+    if (env) {
+        for (const auto& e : *env) {
+            envp.push_back(const_cast<char*>(e.c_str()));
+        }
+        envp.push_back(nullptr);
+    }
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::dup2(in[0], 0);
+        ::dup2(out[1], 1);
+        ::dup2(err[1], 2);
+        ::execve(args[0], args.data(), env ? envp.data() : environ);
+        ::_exit(127);
+    }
+    ::close(in[0]);
+    ::close(out[1]);
+    ::close(err[1]);
+    ::signal(SIGPIPE, SIG_IGN);
+    process_result result;
+    std::size_t written = 0;
+    int in_fd = in[1];
+    if (input.empty()) {
+        ::close(in_fd);
+        in_fd = -1;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    int open_fds = 2;
+    bool timed_out = false;
+    while (open_fds > 0) {
+        pollfd fds[3] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}, {in_fd, POLLOUT, 0}};
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+        if (left <= 0) {
+            timed_out = true;
+            break;
+        }
+        const int ready = ::poll(fds, in_fd >= 0 ? 3 : 2, static_cast<int>(left));
+        if (ready < 0 && errno == EINTR) {
+            continue;
+        }
+        for (int i = 0; i < 2; ++i) {
+            if (fds[i].fd >= 0 && (fds[i].revents & (POLLIN | POLLHUP)) != 0) {
+                char buffer[65536];
+                const ssize_t got = ::read(fds[i].fd, buffer, sizeof buffer);
+                if (got > 0) {
+                    (i == 0 ? result.out : result.err).append(buffer, static_cast<std::size_t>(got));
+                } else if (got == 0 || errno != EINTR) {
+                    ::close(fds[i].fd);
+                    (i == 0 ? out[0] : err[0]) = -1;
+                    --open_fds;
+                }
+            }
+        }
+        if (in_fd >= 0 && (fds[2].revents & (POLLOUT | POLLERR | POLLHUP)) != 0) {
+            const ssize_t put = ::write(in_fd, input.data() + written, input.size() - written);
+            if (put > 0) {
+                written += static_cast<std::size_t>(put);
+            }
+            if (put < 0 && errno != EINTR && errno != EAGAIN) {
+                written = input.size();
+            }
+            if (written == input.size()) {
+                ::close(in_fd);
+                in_fd = -1;
+            }
+        }
+    }
+    if (in_fd >= 0) {
+        ::close(in_fd);
+    }
+    if (timed_out) {
+        ::kill(pid, SIGKILL);
+    }
+    for (int fd : {out[0], err[0]}) {
+        if (fd >= 0) {
+            ::close(fd);
+        }
+    }
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (timed_out) {
+        result.exit_code = -1;
+    } else if (WIFEXITED(status)) {
+        result.exit_code = WEXITSTATUS(status);
+    } else if (WIFSIGNALED(status)) {
+        result.exit_code = 128 + WTERMSIG(status);
+    }
+    return result;
+}
+
+} // namespace maka_eval::test

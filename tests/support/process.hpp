@@ -1,0 +1,20 @@
+// Test support: run a program with given stdin and environment, capture stdout, stderr and exit status.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace maka_eval::test {
+
+struct process_result {
+    int exit_code = -1; // 128 + n when killed by signal n
+    std::string out;
+    std::string err;
+};
+
+// `env` replaces the environment when given. Waits at most `timeout_ms`, then kills and reports -1.
+process_result run_process(const std::vector<std::string>& argv, const std::string& input = {},
+                           const std::optional<std::vector<std::string>>& env = std::nullopt, int timeout_ms = 20000);
+
+} // namespace maka_eval::test
