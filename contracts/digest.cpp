@@ -9,7 +9,9 @@
 namespace maka_eval::contracts {
 namespace {
 
-EVP_MD_CTX* as_context(void* context) { return static_cast<EVP_MD_CTX*>(context); }
+EVP_MD_CTX* as_context(void* context) {
+    return static_cast<EVP_MD_CTX*>(context);
+}
 
 std::string to_hex(const unsigned char* data, unsigned size) {
     static constexpr char digits[] = "0123456789abcdef";
@@ -24,7 +26,9 @@ std::string to_hex(const unsigned char* data, unsigned size) {
 
 } // namespace
 
-void sha256::context_deleter::operator()(void* context) const noexcept { EVP_MD_CTX_free(as_context(context)); }
+void sha256::context_deleter::operator()(void* context) const noexcept {
+    EVP_MD_CTX_free(as_context(context));
+}
 
 sha256::sha256() : context_(EVP_MD_CTX_new()) {
     // Allocation or initialisation failure of the digest is not an expected condition: it is fatal.

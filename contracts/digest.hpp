@@ -8,13 +8,13 @@
 namespace maka_eval::contracts {
 
 class sha256 {
-public:
+  public:
     sha256();
     void update(std::string_view bytes);
     // Lowercase hex of the digest of everything fed so far; the running state is left untouched.
     [[nodiscard]] std::string hex() const;
 
-private:
+  private:
     struct context_deleter {
         void operator()(void* context) const noexcept;
     };

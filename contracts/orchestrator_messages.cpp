@@ -14,7 +14,7 @@ namespace {
 namespace json = boost::json;
 
 class message_category_impl final : public boost::system::error_category {
-public:
+  public:
     const char* name() const noexcept override { return "maka_eval.message"; }
     std::string message(int value) const override {
         // The first ten are the original relay's exact texts; the orchestrator and operators grep for them.
@@ -48,7 +48,9 @@ public:
     }
 };
 
-bool has_nul(std::string_view text) { return text.find('\0') != std::string_view::npos; }
+bool has_nul(std::string_view text) {
+    return text.find('\0') != std::string_view::npos;
+}
 
 // A {str: str} object, in order; nullopt when anything else.
 std::optional<variables> string_map(const json::value* value) {
@@ -88,7 +90,9 @@ json::object variables_object(const variables& vars) {
     return out;
 }
 
-std::string line(const json::object& object) { return to_wire(object) + "\n"; }
+std::string line(const json::object& object) {
+    return to_wire(object) + "\n";
+}
 
 } // namespace
 
@@ -116,7 +120,9 @@ json::object to_json(const diagnostic& value) {
 }
 
 std::string serialize(const ready_message& message) {
-    return line({{"token", message.token}, {"kind", "ready"}, {"instruction", message.instruction},
+    return line({{"token", message.token},
+                 {"kind", "ready"},
+                 {"instruction", message.instruction},
                  {"cwd", message.cwd}});
 }
 
@@ -144,7 +150,9 @@ std::string serialize_execute(std::string_view token, const execute_request& req
                  {"captureStdout", request.capture_stdout}});
 }
 
-std::string serialize_verify(std::string_view token) { return line({{"token", token}, {"kind", "verify"}}); }
+std::string serialize_verify(std::string_view token) {
+    return line({{"token", token}, {"kind", "verify"}});
+}
 
 boost::system::result<void> require_message(const json::object& value, std::string_view token,
                                             std::string_view kind) {
@@ -186,10 +194,12 @@ boost::system::result<execute_request> validate_execute(const json::object& valu
     if (contains(*credentials, result_token_variable) || contains(*environment, result_token_variable)) {
         return message_error::reserved_name;
     }
-    if (!std::all_of(environment->begin(), environment->end(), [](const auto& e) { return is_variable_name(e.first); })) {
+    if (!std::all_of(environment->begin(), environment->end(),
+                     [](const auto& e) { return is_variable_name(e.first); })) {
         return message_error::invalid_environment_name;
     }
-    if (!std::all_of(credentials->begin(), credentials->end(), [](const auto& e) { return is_variable_name(e.first); })) {
+    if (!std::all_of(credentials->begin(), credentials->end(),
+                     [](const auto& e) { return is_variable_name(e.first); })) {
         return message_error::invalid_credential_name;
     }
     const auto* command = value.if_contains("command");
@@ -214,10 +224,12 @@ boost::system::result<ready_message> check_ready(const json::object& value, std:
     const auto* instruction = value.if_contains("instruction");
     const auto* cwd = value.if_contains("cwd");
     if (!is_string(value, "token", token) || !is_string(value, "kind", "ready") || instruction == nullptr ||
-        !instruction->is_string() || cwd == nullptr || !cwd->is_string() || !cwd->get_string().starts_with("/")) {
+        !instruction->is_string() || cwd == nullptr || !cwd->is_string() ||
+        !cwd->get_string().starts_with("/")) {
         return message_error::invalid_ready;
     }
-    return ready_message{std::string(token), std::string(instruction->get_string()), std::string(cwd->get_string())};
+    return ready_message{std::string(token), std::string(instruction->get_string()),
+                         std::string(cwd->get_string())};
 }
 
 namespace {
@@ -247,7 +259,8 @@ std::optional<diagnostic> check_diagnostic(const json::value* value) {
     const auto count = bytes->if_int64();
     const auto& hex = digest->get_string();
     if (count == nullptr || *count < 0 || *count > max_safe_integer || hex.size() != 64 ||
-        !std::all_of(hex.begin(), hex.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); })) {
+        !std::all_of(hex.begin(), hex.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); })) {
         return std::nullopt;
     }
     return diagnostic::evidence(*kind, static_cast<std::uint64_t>(*count), std::string(hex));
@@ -263,7 +276,8 @@ boost::system::result<executed_message> check_executed(const json::object& value
     const auto* out = value.if_contains("stdout");
     const auto diag = check_diagnostic(value.if_contains("diagnostic"));
     if (!is_string(value, "token", token) || !is_string(value, "kind", "executed") || term == nullptr ||
-        !term->is_string() || code == nullptr || !code->is_int64() || out == nullptr || !out->is_string() || !diag) {
+        !term->is_string() || code == nullptr || !code->is_int64() || out == nullptr || !out->is_string() ||
+        !diag) {
         return message_error::invalid_execution_result;
     }
     if (term->get_string() == "exited") {

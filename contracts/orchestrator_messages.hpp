@@ -72,8 +72,8 @@ struct executed_message {
 [[nodiscard]] boost::json::object to_json(const diagnostic& value);
 
 // `value.token == token && value.kind == kind`, else "invalid Maka Eval relay message".
-[[nodiscard]] boost::system::result<void> require_message(const boost::json::object& value, std::string_view token,
-                                                          std::string_view kind);
+[[nodiscard]] boost::system::result<void> require_message(const boost::json::object& value,
+                                                          std::string_view token, std::string_view kind);
 
 // The checks of the original's _prepare_command, in its order. Beyond the original: `command` must be a
 // string and `args` an array of strings (the original would fail later with a TypeError or splat a string
@@ -81,7 +81,8 @@ struct executed_message {
 [[nodiscard]] boost::system::result<execute_request> validate_execute(const boost::json::object& value);
 
 // What the orchestrator accepts (harness-executor.ts).
-[[nodiscard]] boost::system::result<ready_message> check_ready(const boost::json::object& value, std::string_view token);
+[[nodiscard]] boost::system::result<ready_message> check_ready(const boost::json::object& value,
+                                                               std::string_view token);
 [[nodiscard]] boost::system::result<executed_message> check_executed(const boost::json::object& value,
                                                                      std::string_view token);
 

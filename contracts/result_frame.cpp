@@ -10,7 +10,7 @@ namespace maka_eval::contracts {
 namespace {
 
 class frame_category_impl final : public boost::system::error_category {
-public:
+  public:
     const char* name() const noexcept override { return "maka_eval.frame"; }
     std::string message(int value) const override {
         switch (static_cast<frame_error>(value)) {
@@ -24,8 +24,9 @@ public:
 };
 
 bool is_lower_hex(std::string_view text, std::size_t size) {
-    return text.size() == size &&
-           std::all_of(text.begin(), text.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+    return text.size() == size && std::all_of(text.begin(), text.end(), [](char c) {
+               return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+           });
 }
 
 // Splits on single spaces into at most `limit` fields, as str.split(" ", limit - 1) does.
@@ -58,7 +59,8 @@ bool decode_frame_line(std::string_view line, std::string_view token, std::strin
     }
     // b64decode only takes ASCII text; the padding the original appends is counted in code points.
     const std::string_view encoded = fields[4];
-    if (std::any_of(encoded.begin(), encoded.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; })) {
+    if (std::any_of(encoded.begin(), encoded.end(),
+                    [](char c) { return static_cast<unsigned char>(c) >= 0x80; })) {
         return false;
     }
     std::string padded(encoded);
@@ -91,7 +93,9 @@ boost::system::error_code make_error_code(frame_error e) noexcept {
     return {static_cast<int>(e), frame_category()};
 }
 
-bool is_result_token(std::string_view token) { return is_lower_hex(token, 32); }
+bool is_result_token(std::string_view token) {
+    return is_lower_hex(token, 32);
+}
 
 boost::system::result<std::string> encode_frame(std::string_view token, std::string_view payload) {
     if (!is_result_token(token)) {
@@ -156,8 +160,8 @@ projection project(const carrier& finished, std::string_view result_token, bool 
         }
     }
     if (candidates != 1) {
-        return whole_carrier(candidates == 0 ? category::result_frame_missing : category::result_frame_ambiguous,
-                             finished);
+        return whole_carrier(
+            candidates == 0 ? category::result_frame_missing : category::result_frame_ambiguous, finished);
     }
     std::string payload;
     if (!decode_frame_line(frame, result_token, payload)) {

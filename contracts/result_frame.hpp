@@ -10,6 +10,7 @@
 
 #include "contracts/diagnostic.hpp"
 #include "contracts/digest.hpp"
+#include "contracts/limits.hpp"
 #include "contracts/utf8.hpp"
 
 #include <cstdint>
@@ -28,11 +29,12 @@ enum class frame_error { invalid_token = 1, payload_too_large };
 [[nodiscard]] boost::system::error_code make_error_code(frame_error e) noexcept;
 
 // One frame line, ending in "\n".
-[[nodiscard]] boost::system::result<std::string> encode_frame(std::string_view token, std::string_view payload);
+[[nodiscard]] boost::system::result<std::string> encode_frame(std::string_view token,
+                                                              std::string_view payload);
 
 // The carrier as the original sees it: the subject's stdout decoded with U+FFFD replacement and re-encoded.
 class carrier {
-public:
+  public:
     void feed(std::string_view raw);
     void finish();
 
@@ -43,9 +45,9 @@ public:
     [[nodiscard]] const std::string& text() const noexcept { return kept_; }
     [[nodiscard]] bool oversize() const noexcept { return size_ > carrier_limit; }
 
-    static constexpr std::uint64_t carrier_limit = 64 * 1024;
+    static constexpr std::uint64_t carrier_limit = carrier_limit_bytes;
 
-private:
+  private:
     utf8_repair repair_;
     sha256 digest_;
     std::string kept_;

@@ -15,7 +15,7 @@ namespace {
 namespace json = boost::json;
 
 class session_category_impl final : public boost::system::error_category {
-public:
+  public:
     const char* name() const noexcept override { return "maka_eval.session"; }
     std::string message(int value) const override {
         switch (static_cast<session_error>(value)) {
@@ -34,7 +34,7 @@ public:
 
 // Reads typed fields from one object and remembers the first one that is wrong.
 class reader {
-public:
+  public:
     explicit reader(const json::object& object) : object_(object) {}
 
     [[nodiscard]] bool ok() const { return where_.empty(); }
@@ -52,12 +52,14 @@ public:
         return std::string(value->get_string());
     }
 
-    std::int64_t integer(std::string_view key, std::int64_t low, std::int64_t high, std::optional<std::int64_t> fallback = {}) {
+    std::int64_t integer(std::string_view key, std::int64_t low, std::int64_t high,
+                         std::optional<std::int64_t> fallback = {}) {
         const auto* value = object_.if_contains(key);
         if (value == nullptr && fallback) {
             return *fallback;
         }
-        if (value != nullptr && value->is_uint64() && value->get_uint64() <= static_cast<std::uint64_t>(high)) {
+        if (value != nullptr && value->is_uint64() &&
+            value->get_uint64() <= static_cast<std::uint64_t>(high)) {
             return static_cast<std::int64_t>(value->get_uint64());
         }
         if (value == nullptr || !value->is_int64() || value->get_int64() < low || value->get_int64() > high) {
@@ -146,7 +148,7 @@ public:
         }
     }
 
-private:
+  private:
     const json::object& object_;
     std::string where_;
 };
@@ -194,9 +196,14 @@ std::optional<diagnostic> diagnostic_from(const json::object* object) {
 
 struct to_json_visitor {
     json::object operator()(const hello_message& m) const {
-        return {{"kind", "hello"},      {"version", session_protocol_version}, {"helper", m.helper_version},
-                {"cwd", m.cwd},         {"pid", m.pid},                        {"uid", m.uid},
-                {"gid", m.gid},         {"capabilities", variables_object(m.capabilities)},
+        return {{"kind", "hello"},
+                {"version", session_protocol_version},
+                {"helper", m.helper_version},
+                {"cwd", m.cwd},
+                {"pid", m.pid},
+                {"uid", m.uid},
+                {"gid", m.gid},
+                {"capabilities", variables_object(m.capabilities)},
                 {"netns", m.net_namespace}};
     }
     json::object operator()(const run_request& m) const {
@@ -222,35 +229,45 @@ struct to_json_visitor {
         return {{"kind", "cancel"}, {"version", session_protocol_version}, {"reason", m.reason}};
     }
     json::object operator()(const started_message& m) const {
-        return {{"kind", "started"}, {"version", session_protocol_version}, {"pid", m.pid}, {"pgid", m.pgid},
+        return {{"kind", "started"},
+                {"version", session_protocol_version},
+                {"pid", m.pid},
+                {"pgid", m.pgid},
                 {"startTime", m.start_time}};
     }
     json::object operator()(const report_message& m) const {
-        json::object out{{"kind", m.settled ? "settled" : "exited"},
-                         {"version", session_protocol_version},
-                         {"exitCode", m.exit_code},
-                         {"signal", m.signal},
-                         {"stdout", m.stdout_text},
-                         {"diagnostic", to_json(m.diagnostic)},
-                         {"artifacts", {{"stdout", artifact_json(m.stdout_artifact)},
-                                        {"stderr", artifact_json(m.stderr_artifact)}}},
-                         {"runMs", m.run_ms}};
+        json::object out{
+            {"kind", m.settled ? "settled" : "exited"},
+            {"version", session_protocol_version},
+            {"exitCode", m.exit_code},
+            {"signal", m.signal},
+            {"stdout", m.stdout_text},
+            {"diagnostic", to_json(m.diagnostic)},
+            {"artifacts",
+             {{"stdout", artifact_json(m.stdout_artifact)}, {"stderr", artifact_json(m.stderr_artifact)}}},
+            {"runMs", m.run_ms}};
         if (m.settled) {
             out["settleMs"] = m.settle_ms;
             out["signalled"] = m.signalled;
             out["reason"] = m.reason;
+            out["quiesced"] = m.quiesced;
         }
         return out;
     }
     json::object operator()(const error_message& m) const {
-        return {{"kind", "error"}, {"version", session_protocol_version}, {"code", m.code}, {"message", m.message}};
+        return {{"kind", "error"},
+                {"version", session_protocol_version},
+                {"code", m.code},
+                {"message", m.message}};
     }
     json::object operator()(const pinned_message& m) const {
         return {{"kind", "pinned"}, {"version", session_protocol_version}, {"ip", m.ip}, {"host", m.host}};
     }
 };
 
-failure bad_field(std::string where) { return {session_error::bad_field, std::move(where)}; }
+failure bad_field(std::string where) {
+    return {session_error::bad_field, std::move(where)};
+}
 
 } // namespace
 
@@ -271,9 +288,13 @@ void throw_exception_from_error(const failure& e, const boost::source_location&)
     throw std::runtime_error(e.message());
 }
 
-json::object to_json(const session_message& message) { return std::visit(to_json_visitor{}, message); }
+json::object to_json(const session_message& message) {
+    return std::visit(to_json_visitor{}, message);
+}
 
-std::string serialize(const session_message& message) { return to_wire(to_json(message)) + "\n"; }
+std::string serialize(const session_message& message) {
+    return to_wire(to_json(message)) + "\n";
+}
 
 boost::system::result<session_message, failure> from_json(const json::object& object) {
     reader r(object);
@@ -281,15 +302,19 @@ boost::system::result<session_message, failure> from_json(const json::object& ob
     if (!r.ok()) {
         return failure{session_error::unknown_kind, "kind"};
     }
-    if (r.integer("version", 0, std::numeric_limits<std::int32_t>::max()) != session_protocol_version || !r.ok()) {
+    if (r.integer("version", 0, std::numeric_limits<std::int32_t>::max()) != session_protocol_version ||
+        !r.ok()) {
         return failure{session_error::version_mismatch, "version"};
     }
     constexpr std::int64_t max_ms = std::numeric_limits<std::uint32_t>::max();
     session_message out;
     if (kind == "hello") {
-        out = hello_message{r.text("helper"), r.text("cwd"), r.integer("pid", 0, std::numeric_limits<std::int32_t>::max()),
+        out = hello_message{r.text("helper"),
+                            r.text("cwd"),
+                            r.integer("pid", 0, std::numeric_limits<std::int32_t>::max()),
                             r.integer("uid", 0, std::numeric_limits<std::uint32_t>::max()),
-                            r.integer("gid", 0, std::numeric_limits<std::uint32_t>::max()), r.map("capabilities"),
+                            r.integer("gid", 0, std::numeric_limits<std::uint32_t>::max()),
+                            r.map("capabilities"),
                             r.text("netns")};
     } else if (kind == "run") {
         run_request m;
@@ -315,7 +340,8 @@ boost::system::result<session_message, failure> from_json(const json::object& ob
         out = cancel_request{r.text("reason", false)};
     } else if (kind == "started") {
         out = started_message{r.integer("pid", 1, std::numeric_limits<std::int32_t>::max()),
-                              r.integer("pgid", 1, std::numeric_limits<std::int32_t>::max()), r.count("startTime")};
+                              r.integer("pgid", 1, std::numeric_limits<std::int32_t>::max()),
+                              r.count("startTime")};
     } else if (kind == "exited" || kind == "settled") {
         report_message m;
         m.settled = kind == "settled";
@@ -344,6 +370,7 @@ boost::system::result<session_message, failure> from_json(const json::object& ob
             m.settle_ms = r.count("settleMs");
             m.signalled = r.count("signalled");
             m.reason = r.text("reason");
+            m.quiesced = r.boolean("quiesced", true);
         }
         out = std::move(m);
     } else if (kind == "error") {

@@ -59,11 +59,12 @@ struct run_request {
     variables credentials;
     std::string result_token;
     bool capture_stdout = true;
-    std::string scope_path;     // empty: /logs/agent/.maka-eval-<scope name>.pid
-    std::string artifacts_dir;  // empty: /logs/artifacts
+    std::string scope_path;    // empty: /logs/agent/.maka-eval-<scope name>.pid
+    std::string artifacts_dir; // empty: /logs/artifacts
     std::uint32_t term_grace_ms = 20000;
     std::uint32_t kill_grace_ms = 10000;
-    std::uint32_t drain_ms = 2000; // after the leader exits, how long background holders of the pipes may keep them
+    std::uint32_t drain_ms =
+        2000; // after the leader exits, how long background holders of the pipes may keep them
 };
 
 struct cancel_request {
@@ -73,7 +74,8 @@ struct cancel_request {
 struct started_message {
     std::int64_t pid = 0;
     std::int64_t pgid = 0;
-    std::uint64_t start_time = 0; // /proc/<pid>/stat field 22, so a reused pid is never mistaken for the leader
+    std::uint64_t start_time =
+        0; // /proc/<pid>/stat field 22, so a reused pid is never mistaken for the leader
 };
 
 struct artifact_summary {
@@ -86,16 +88,17 @@ struct artifact_summary {
 // `exited` (the subject ended on its own) or `settled` (the helper stopped it).
 struct report_message {
     bool settled = false;
-    std::int64_t exit_code = 0;  // 128 + n for a death by signal n
-    std::string signal;          // "TERM", "KILL" … when it died by a signal, else empty
-    std::string stdout_text;     // the projection, exactly what `executed` carries
+    std::int64_t exit_code = 0; // 128 + n for a death by signal n
+    std::string signal;         // "TERM", "KILL" … when it died by a signal, else empty
+    std::string stdout_text;    // the projection, exactly what `executed` carries
     contracts::diagnostic diagnostic;
     artifact_summary stdout_artifact;
     artifact_summary stderr_artifact;
-    std::uint64_t run_ms = 0;     // start → leader exit
-    std::uint64_t settle_ms = 0;  // cancel → no child left (settled only)
-    std::uint64_t signalled = 0;  // processes signalled while settling
-    std::string reason;           // settled: why
+    std::uint64_t run_ms = 0;    // start → leader exit
+    std::uint64_t settle_ms = 0; // cancel → no child left (settled only)
+    std::uint64_t signalled = 0; // processes signalled while settling
+    std::string reason;          // settled: why
+    bool quiesced = true;        // settled: false when processes were still alive after the KILL grace
 };
 
 struct error_message {
@@ -108,8 +111,8 @@ struct pinned_message {
     std::string host;
 };
 
-using session_message = std::variant<hello_message, run_request, cancel_request, started_message, report_message,
-                                     error_message, pinned_message>;
+using session_message = std::variant<hello_message, run_request, cancel_request, started_message,
+                                     report_message, error_message, pinned_message>;
 
 [[nodiscard]] std::string serialize(const session_message& message); // one line with "\n"
 [[nodiscard]] boost::json::object to_json(const session_message& message);

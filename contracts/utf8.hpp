@@ -13,13 +13,14 @@
 namespace maka_eval::contracts {
 
 class utf8_repair {
-public:
-    // Appends the repaired form of `in` to `out`. An incomplete sequence at the end is held for the next call.
+  public:
+    // Appends the repaired form of `in` to `out`. An incomplete sequence at the end is held for the next
+    // call.
     void feed(std::string_view in, std::string& out);
     // Flushes a held incomplete sequence as one U+FFFD.
     void finish(std::string& out);
 
-private:
+  private:
     void start(unsigned char byte, std::string& out);
 
     char pending_[4] = {};
@@ -32,7 +33,8 @@ private:
 // bytes.decode("utf-8", "replace").encode("utf-8") in one call.
 [[nodiscard]] std::string repair_utf8(std::string_view bytes);
 
-// True when bytes.decode("utf-8", "strict") would succeed (no overlongs, no surrogates, nothing past U+10FFFF).
+// True when bytes.decode("utf-8", "strict") would succeed (no overlongs, no surrogates, nothing past
+// U+10FFFF).
 [[nodiscard]] bool is_valid_utf8(std::string_view bytes);
 
 // Decodes one code point from valid UTF-8 at `pos`, advancing it. Only for input `is_valid_utf8` accepted.

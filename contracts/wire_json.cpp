@@ -10,7 +10,7 @@ namespace maka_eval::contracts {
 namespace {
 
 class line_category_impl final : public boost::system::error_category {
-public:
+  public:
     const char* name() const noexcept override { return "maka_eval.line"; }
     std::string message(int value) const override {
         switch (static_cast<line_error>(value)) {
@@ -142,7 +142,9 @@ const boost::system::error_category& line_category() noexcept {
     return instance;
 }
 
-boost::system::error_code make_error_code(line_error e) noexcept { return {static_cast<int>(e), line_category()}; }
+boost::system::error_code make_error_code(line_error e) noexcept {
+    return {static_cast<int>(e), line_category()};
+}
 
 boost::system::result<boost::json::object> parse_object(std::string_view line, std::size_t limit) {
     if (line.size() > limit) {

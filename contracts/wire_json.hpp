@@ -30,7 +30,8 @@ enum class line_error {
 [[nodiscard]] boost::system::error_code make_error_code(line_error e) noexcept;
 
 // One NDJSON line (a trailing "\n" or "\r\n" allowed) into an object; `limit` bounds its size in bytes.
-[[nodiscard]] boost::system::result<boost::json::object> parse_object(std::string_view line, std::size_t limit);
+[[nodiscard]] boost::system::result<boost::json::object> parse_object(std::string_view line,
+                                                                      std::size_t limit);
 
 } // namespace maka_eval::contracts
 

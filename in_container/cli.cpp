@@ -1,10 +1,10 @@
 // maka-eval-helper's subcommand table and usage (see cli.hpp).
 #include "in_container/cli.hpp"
+
 #include "in_container/io.hpp"
 
 #include <array>
 #include <string>
-
 #include <unistd.h>
 
 #ifndef MAKA_EVAL_VERSION
@@ -19,6 +19,13 @@ constexpr std::string_view usage = R"(usage: maka-eval-helper COMMAND [OPTIONS]
 The in-container side of maka-eval-relay: a static supervisor that needs nothing from the image.
 
 commands:
+  session                               relay session: NDJSON requests on stdin, reports on stdout
+  run --request FILE                    one supervised run from a 0600 request file (read, then unlinked)
+  cancel --scope FILE [--grace-ms N]    have the supervisor of a scope settle it; exit 0 settled,
+                                        3 not running, 1 not settled in time
+  probe                                 cwd, ids, capability sets and network namespace as JSON
+  pin-proxy --host H [--ipv4-file F] [--hosts-file F]
+                                        pin H to the proxy's published IPv4 in /etc/hosts (in place)
   frame [PAYLOAD|-]                     print a result frame for $MAKA_EVAL_RESULT_TOKEN
   project --result-token T [--no-capture]
                                         project a carrier on stdin as the relay would report it
@@ -32,7 +39,9 @@ struct command {
 };
 
 constexpr std::array commands = {
-    command{"frame", &frame_command},
+    command{"session", &session_command},     command{"run", &run_command},
+    command{"cancel", &cancel_command},       command{"probe", &probe_command},
+    command{"pin-proxy", &pin_proxy_command}, command{"frame", &frame_command},
     command{"project", &project_command},
 };
 
@@ -47,8 +56,9 @@ int run_cli(std::span<const std::string_view> args) {
         return write_all(STDOUT_FILENO, usage) ? exit_ok : exit_failed;
     }
     if (args[0] == "--version") {
-        return write_all(STDOUT_FILENO, std::string("maka-eval-helper ") + MAKA_EVAL_VERSION + "\n") ? exit_ok
-                                                                                                     : exit_failed;
+        return write_all(STDOUT_FILENO, std::string("maka-eval-helper ") + MAKA_EVAL_VERSION + "\n")
+                   ? exit_ok
+                   : exit_failed;
     }
     for (const auto& entry : commands) {
         if (entry.name == args[0]) {

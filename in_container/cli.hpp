@@ -18,5 +18,10 @@ inline constexpr int exit_usage = 2;
 // Subcommands; `args` excludes the subcommand's own name.
 [[nodiscard]] int frame_command(std::span<const std::string_view> args);
 [[nodiscard]] int project_command(std::span<const std::string_view> args);
+[[nodiscard]] int probe_command(std::span<const std::string_view> args);
+[[nodiscard]] int pin_proxy_command(std::span<const std::string_view> args);
+[[nodiscard]] int session_command(std::span<const std::string_view> args);
+[[nodiscard]] int run_command(std::span<const std::string_view> args);
+[[nodiscard]] int cancel_command(std::span<const std::string_view> args);
 
 } // namespace maka_eval::in_container

@@ -4,16 +4,14 @@
 // from the argument, or from stdin with `-` or no argument (one trailing newline dropped, as `echo` adds
 // one). It must be UTF-8 and at most 2,048 bytes — anything else would only be rejected by the relay later.
 // The line is written with a single write(2), so it is never interleaved with the subject's other output.
-#include "in_container/cli.hpp"
-#include "in_container/io.hpp"
-
 #include "contracts/limits.hpp"
 #include "contracts/result_frame.hpp"
 #include "contracts/utf8.hpp"
+#include "in_container/cli.hpp"
+#include "in_container/io.hpp"
 
 #include <cstdlib>
 #include <string>
-
 #include <unistd.h>
 
 namespace maka_eval::in_container {

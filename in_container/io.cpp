@@ -2,7 +2,6 @@
 #include "in_container/io.hpp"
 
 #include <cerrno>
-
 #include <fcntl.h>
 #include <unistd.h>
 

@@ -1,17 +1,16 @@
 // `maka-eval-helper project --result-token TOKEN [--no-capture]`: what the relay would report for a carrier.
 //
-// Reads raw bytes on stdin (e.g. a saved /logs/artifacts/maka-subject.stdout.txt) in bounded memory and prints
+// Reads raw bytes on stdin (e.g. a saved /logs/artifacts/maka-subject.stdout.txt) in bounded memory and
+// prints
 // `{"stdout":…,"diagnostic":{…}}` exactly as `executed` would carry them. Exit 0 whenever the projection was
 // computed, whatever its category; 2 for usage errors.
-#include "in_container/cli.hpp"
-#include "in_container/io.hpp"
-
 #include "contracts/orchestrator_messages.hpp"
 #include "contracts/result_frame.hpp"
 #include "contracts/wire_json.hpp"
+#include "in_container/cli.hpp"
+#include "in_container/io.hpp"
 
 #include <cerrno>
-
 #include <unistd.h>
 
 namespace maka_eval::in_container {

@@ -4,7 +4,9 @@
 namespace maka_eval::policy {
 namespace {
 
-bool is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+bool is_space(char c) {
+    return c == ' ' || (c >= '\t' && c <= '\r');
+}
 
 std::string_view trim(std::string_view text) {
     while (!text.empty() && is_space(text.front())) {

@@ -30,10 +30,13 @@ refusal make_refusal(gate_error code) {
     case gate_error::capabilities_unreadable:
         return {code, "Maka Eval could not read the subject capability set"};
     case gate_error::bypass_capability:
-        return {code, "the subject holds a capability that bypasses the Eval egress policy; remove it from the task"};
+        return {
+            code,
+            "the subject holds a capability that bypasses the Eval egress policy; remove it from the task"};
     case gate_error::foreign_namespace:
-        return {code, "the subject does not share the network namespace the Eval egress policy was applied to; "
-                      "remove the task's own networking on the subject service"};
+        return {code,
+                "the subject does not share the network namespace the Eval egress policy was applied to; "
+                "remove the task's own networking on the subject service"};
     case gate_error::proxy_host_invalid:
         return {code, "Eval egress proxy host is invalid"};
     case gate_error::pin_failed:
@@ -88,7 +91,8 @@ boost::system::result<void, refusal> check_subject(const capability_fields& capa
             names += (names.empty() ? "" : ", ") + name;
         }
         return refusal{gate_error::bypass_capability,
-                       "the subject holds " + names + ", which bypasses the Eval egress policy; remove it from the task"};
+                       "the subject holds " + names +
+                           ", which bypasses the Eval egress policy; remove it from the task"};
     }
     if (subject_namespace != policy_namespace) {
         return make_refusal(gate_error::foreign_namespace);

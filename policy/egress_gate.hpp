@@ -45,11 +45,12 @@ struct refusal {
                                                                  std::string_view policy_namespace);
 
 // MAKA_EVAL_EGRESS_ALLOWED_HOST (unset or empty: the default host), validated before any command runs.
-[[nodiscard]] boost::system::result<std::string, refusal> proxy_host_from(std::optional<std::string_view> configured);
+[[nodiscard]] boost::system::result<std::string, refusal>
+proxy_host_from(std::optional<std::string_view> configured);
 
 // The pin's report must name the host asked for and a valid dotted quad (C28).
-[[nodiscard]] boost::system::result<void, refusal> check_pinned(std::string_view ip, std::string_view reported_host,
-                                                                std::string_view host);
+[[nodiscard]] boost::system::result<void, refusal>
+check_pinned(std::string_view ip, std::string_view reported_host, std::string_view host);
 
 [[nodiscard]] refusal make_refusal(gate_error code);
 

@@ -4,7 +4,9 @@
 namespace maka_eval::policy {
 namespace {
 
-bool is_blank(char c) { return c == ' ' || c == '\t'; }
+bool is_blank(char c) {
+    return c == ' ' || c == '\t';
+}
 
 // awk's /^[[:space:]]*#/
 bool is_comment(std::string_view line) {

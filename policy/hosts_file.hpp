@@ -10,6 +10,7 @@
 
 namespace maka_eval::policy {
 
-[[nodiscard]] std::string rewrite_hosts(std::string_view old_text, std::string_view host, std::string_view ip);
+[[nodiscard]] std::string rewrite_hosts(std::string_view old_text, std::string_view host,
+                                        std::string_view ip);
 
 } // namespace maka_eval::policy

@@ -6,11 +6,13 @@
 namespace maka_eval::policy {
 
 bool is_valid_proxy_host(std::string_view host) {
-    if (host.empty() || host.front() == '.' || host.back() == '.' || host.find("..") != std::string_view::npos) {
+    if (host.empty() || host.front() == '.' || host.back() == '.' ||
+        host.find("..") != std::string_view::npos) {
         return false;
     }
     return std::all_of(host.begin(), host.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-';
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+               c == '-';
     });
 }
 

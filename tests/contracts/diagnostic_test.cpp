@@ -1,6 +1,5 @@
 // Diagnostic categories and shapes.
 #include "contracts/diagnostic.hpp"
-
 #include "support/result_printing.hpp"
 
 #include <doctest/doctest.h>

@@ -1,6 +1,5 @@
 // SHA-256 over OpenSSL: known answers and incremental equals one-shot.
 #include "contracts/digest.hpp"
-
 #include "support/result_printing.hpp"
 
 #include <doctest/doctest.h>

@@ -1,17 +1,15 @@
 // Conformance: every carrier of the original's projection vectors must project to exactly the original's
 // `stdout` and `diagnostic` (category, bytes, sha256). The file is ../shared/vectors/frame-projection.jsonl,
 // copied verbatim; no case is special-cased.
-#include "contracts/result_frame.hpp"
-
 #include "contracts/orchestrator_messages.hpp"
 #include "contracts/python_text.hpp"
+#include "contracts/result_frame.hpp"
 #include "contracts/wire_json.hpp"
+#include "support/result_printing.hpp"
 
 #include <fstream>
 #include <sstream>
 #include <string>
-
-#include "support/result_printing.hpp"
 
 #include <doctest/doctest.h>
 
@@ -43,9 +41,11 @@ TEST_CASE("all 1,500 projection vectors of the original relay match exactly") {
         const std::string got_diagnostic = to_wire(to_json(got.diagnostic));
         if (got.stdout_text != expected_stdout || got_diagnostic != expected_diagnostic) {
             if (++mismatches <= 5) {
-                report << "line " << total << ": expected stdout " << to_wire(boost::json::string(expected_stdout))
-                       << " diagnostic " << expected_diagnostic << "\n    got stdout "
-                       << to_wire(boost::json::string(got.stdout_text)) << " diagnostic " << got_diagnostic << "\n";
+                report << "line " << total << ": expected stdout "
+                       << to_wire(boost::json::string(expected_stdout)) << " diagnostic "
+                       << expected_diagnostic << "\n    got stdout "
+                       << to_wire(boost::json::string(got.stdout_text)) << " diagnostic " << got_diagnostic
+                       << "\n";
             }
         }
     }

@@ -2,14 +2,12 @@
 // The orchestrator lines were written by Python's json.dumps (the original's serializer), so this is the
 // byte-compatibility check for `ready`, `execute`, `executed` and `verify`.
 #include "contracts/orchestrator_messages.hpp"
-
 #include "contracts/session_messages.hpp"
 #include "contracts/wire_json.hpp"
+#include "support/result_printing.hpp"
 
 #include <fstream>
 #include <string>
-
-#include "support/result_printing.hpp"
 
 #include <doctest/doctest.h>
 
@@ -17,7 +15,9 @@ namespace {
 
 using namespace maka_eval::contracts;
 
-std::string vectors(const char* name) { return std::string(MAKA_EVAL_TEST_DATA) + "/contracts/vectors/" + name; }
+std::string vectors(const char* name) {
+    return std::string(MAKA_EVAL_TEST_DATA) + "/contracts/vectors/" + name;
+}
 
 TEST_CASE("orchestrator golden lines round-trip byte for byte") {
     std::ifstream file(vectors("orchestrator-messages.jsonl"));

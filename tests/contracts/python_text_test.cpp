@@ -1,6 +1,5 @@
 // splitlines, int() and strict base64 with CPython 3.11's exact acceptance.
 #include "contracts/python_text.hpp"
-
 #include "support/result_printing.hpp"
 
 #include <doctest/doctest.h>
@@ -10,7 +9,9 @@ namespace {
 using namespace maka_eval::contracts::python;
 
 TEST_CASE("splitlines keeps ends and knows every separator") {
-    const auto lines = splitlines("a\nb\r\nc\rd\x0b" "e\xc2\x85" "f\xe2\x80\xa9g");
+    const auto lines = splitlines("a\nb\r\nc\rd\x0b"
+                                  "e\xc2\x85"
+                                  "f\xe2\x80\xa9g");
     REQUIRE(lines.size() == 7);
     CHECK(lines[0] == "a\n");
     CHECK(lines[1] == "b\r\n");
@@ -22,7 +23,10 @@ TEST_CASE("splitlines keeps ends and knows every separator") {
     CHECK(splitlines("").empty());
     CHECK(splitlines("\n").size() == 1);
     // U+2027 is not a separator, and neither is \x1f.
-    CHECK(splitlines("a\xe2\x80\xa7" "b\x1f" "c").size() == 1);
+    CHECK(splitlines("a\xe2\x80\xa7"
+                     "b\x1f"
+                     "c")
+              .size() == 1);
 }
 
 TEST_CASE("int() as CPython reads a base-10 string") {
@@ -33,11 +37,17 @@ TEST_CASE("int() as CPython reads a base-10 string") {
     CHECK(parse_int("0_7") == 7);
     CHECK(parse_int("1_0_0") == 100);
     CHECK(parse_int(" 7\t") == 7);
-    CHECK(parse_int("\xc2\xa0" "7") == 7);        // NO-BREAK SPACE
-    CHECK(parse_int("\xd9\xa3\xd9\xa3") == 33);   // ARABIC-INDIC THREE THREE
-    CHECK(parse_int("\xf0\x9d\x9f\x97") == 9);    // MATHEMATICAL BOLD DIGIT NINE (U+1D7D7)
+    CHECK(parse_int("\xc2\xa0"
+                    "7") == 7);                 // NO-BREAK SPACE
+    CHECK(parse_int("\xd9\xa3\xd9\xa3") == 33); // ARABIC-INDIC THREE THREE
+    CHECK(parse_int("\xf0\x9d\x9f\x97") == 9);  // MATHEMATICAL BOLD DIGIT NINE (U+1D7D7)
     CHECK(parse_int("99999999999999999999999") > 2048);
-    for (const char* bad : {"", "+", "7_", "_7", "1__0", "0x7", "\x1f" "7", "7 7", "+-1", "1.0", "\xef\xbc\x8b" "7"}) {
+    for (const char* bad : {"", "+", "7_", "_7", "1__0", "0x7",
+                            "\x1f"
+                            "7",
+                            "7 7", "+-1", "1.0",
+                            "\xef\xbc\x8b"
+                            "7"}) {
         CAPTURE(bad);
         CHECK_FALSE(parse_int(bad));
     }

@@ -1,13 +1,11 @@
 // The result-frame codec and projection: the original's tests C1–C5 with their exact inputs, and the
 // behaviours of BEHAVIOUR.md §2.4 and §4 that no test of the original covers.
-#include "contracts/result_frame.hpp"
-
 #include "contracts/digest.hpp"
 #include "contracts/limits.hpp"
+#include "contracts/result_frame.hpp"
+#include "support/result_printing.hpp"
 
 #include <string>
-
-#include "support/result_printing.hpp"
 
 #include <doctest/doctest.h>
 
@@ -22,7 +20,8 @@ std::string frame(std::string_view payload, std::string_view for_token = token) 
 }
 
 TEST_CASE("encode writes the producer's exact line") {
-    CHECK(frame("{\"a\":1}") == "MAKA-EVAL-RESULT-V1 " + token + " 7 " + sha256_hex("{\"a\":1}") + " eyJhIjoxfQ\n");
+    CHECK(frame("{\"a\":1}") ==
+          "MAKA-EVAL-RESULT-V1 " + token + " 7 " + sha256_hex("{\"a\":1}") + " eyJhIjoxfQ\n");
     CHECK(frame("") == "MAKA-EVAL-RESULT-V1 " + token + " 0 " + sha256_hex("") + " \n");
     // URL-safe alphabet, no padding.
     CHECK(frame("\xfb\xff").ends_with(" -_8\n"));
@@ -47,8 +46,9 @@ TEST_CASE("C1: merged noise cannot corrupt or escape the result frame") {
     const std::string payload = R"({"kind":"settled","status":"completed"})";
     const std::string ftoken = "frame-token";
     // The original's test token is not 32-hex; the projection itself does not care.
-    const std::string line = std::string("MAKA-EVAL-RESULT-V1 frame-token ") + std::to_string(payload.size()) + " " +
-                             sha256_hex(payload) + " eyJraW5kIjoic2V0dGxlZCIsInN0YXR1cyI6ImNvbXBsZXRlZCJ9\n";
+    const std::string line = std::string("MAKA-EVAL-RESULT-V1 frame-token ") +
+                             std::to_string(payload.size()) + " " + sha256_hex(payload) +
+                             " eyJraW5kIjoic2V0dGxlZCIsInN0YXR1cyI6ImNvbXBsZXRlZCJ9\n";
     const std::string carrier = "docker warning\n" + line + "credential-sentinel-must-not-persist\n";
     const auto p = project(carrier, ftoken, true);
     CHECK(p.stdout_text == payload);
@@ -100,9 +100,11 @@ TEST_CASE("C5: subject output cannot counterfeit a scope setup failure") {
     // Only the exact, whole line counts; it wins whatever the stdout policy (§4.12).
     for (bool capture : {false, true}) {
         const auto exact = project(scope_error_line(zeros), zeros, capture);
-        CHECK(exact.diagnostic == diagnostic::over(category::execution_scope_unavailable, scope_error_line(zeros)));
+        CHECK(exact.diagnostic ==
+              diagnostic::over(category::execution_scope_unavailable, scope_error_line(zeros)));
     }
-    CHECK(project(scope_error_line(zeros) + "\n", zeros, true).diagnostic.kind == category::result_frame_missing);
+    CHECK(project(scope_error_line(zeros) + "\n", zeros, true).diagnostic.kind ==
+          category::result_frame_missing);
 }
 
 TEST_CASE("captureStdout false reports nothing, however the carrier looks") {
@@ -130,14 +132,18 @@ TEST_CASE("lenient corners of the original are kept deliberately") {
     const std::string payload = "hi";
     const std::string digest = sha256_hex(payload);
     auto with = [&](std::string_view length, std::string_view encoded) {
-        return "MAKA-EVAL-RESULT-V1 " + token + " " + std::string(length) + " " + digest + " " + std::string(encoded) + "\n";
+        return "MAKA-EVAL-RESULT-V1 " + token + " " + std::string(length) + " " + digest + " " +
+               std::string(encoded) + "\n";
     };
     // int(): sign, underscores, leading zeros, surrounding whitespace, Unicode digits.
-    for (const std::string length : {"2", "+2", "02", "0_2", "\t2", "\xd9\xa2", "\xef\xbc\x92", "2\xe3\x80\x80"}) {
+    for (const std::string length :
+         {"2", "+2", "02", "0_2", "\t2", "\xd9\xa2", "\xef\xbc\x92", "2\xe3\x80\x80"}) {
         CAPTURE(length);
         CHECK(project(with(length, "aGk"), token, true).stdout_text == payload);
     }
-    for (const std::string length : {"-2", "2_", "_2", "0x2", "2.0", "", "\x1f" "2"}) {
+    for (const std::string length : {"-2", "2_", "_2", "0x2", "2.0", "",
+                                     "\x1f"
+                                     "2"}) {
         CAPTURE(length);
         CHECK(project(with(length, "aGk"), token, true).diagnostic.kind == category::result_frame_invalid);
     }
@@ -158,7 +164,8 @@ TEST_CASE("lenient corners of the original are kept deliberately") {
     }
     CHECK(project(upper, token, true).diagnostic.kind == category::result_frame_invalid);
     // A frame for another token is not a candidate.
-    CHECK(project(frame("{}", std::string(32, 'a')), token, true).diagnostic.kind == category::result_frame_missing);
+    CHECK(project(frame("{}", std::string(32, 'a')), token, true).diagnostic.kind ==
+          category::result_frame_missing);
 }
 
 TEST_CASE("noise removal takes the first occurrence of the frame's text, as str.replace does") {

@@ -1,6 +1,5 @@
 // Relay ⇄ helper session messages: defaults, version and kind checks, and failures that name the field.
 #include "contracts/session_messages.hpp"
-
 #include "support/result_printing.hpp"
 
 #include <doctest/doctest.h>
@@ -17,7 +16,8 @@ std::string failure_of(std::string_view line) {
 }
 
 TEST_CASE("a minimal run takes the documented defaults") {
-    const auto m = parse_session_message(R"({"kind":"run","version":1,"argv":["/bin/true"],"resultToken":")" + rt + "\"}");
+    const auto m = parse_session_message(R"({"kind":"run","version":1,"argv":["/bin/true"],"resultToken":")" +
+                                         rt + "\"}");
     REQUIRE(m.has_value());
     const auto& run = std::get<run_request>(*m);
     CHECK(run.argv == std::vector<std::string>{"/bin/true"});
@@ -40,10 +40,10 @@ TEST_CASE("failures name what is wrong") {
           "invalid session message field: argv");
     CHECK(failure_of(R"({"kind":"run","version":1,"argv":["a"],"resultToken":"x"})") ==
           "invalid session message field: resultToken");
-    CHECK(failure_of(R"({"kind":"run","version":1,"argv":["a"],"environment":{"A":1},"resultToken":")" + rt + "\"}") ==
-          "invalid session message field: environment.A");
-    CHECK(failure_of(R"({"kind":"run","version":1,"argv":["a"],"termGraceMs":-1,"resultToken":")" + rt + "\"}") ==
-          "invalid session message field: termGraceMs");
+    CHECK(failure_of(R"({"kind":"run","version":1,"argv":["a"],"environment":{"A":1},"resultToken":")" + rt +
+                     "\"}") == "invalid session message field: environment.A");
+    CHECK(failure_of(R"({"kind":"run","version":1,"argv":["a"],"termGraceMs":-1,"resultToken":")" + rt +
+                     "\"}") == "invalid session message field: termGraceMs");
     CHECK(failure_of(R"({"kind":"started","version":1,"pid":0,"pgid":1,"startTime":1})") ==
           "invalid session message field: pid");
 }
@@ -54,8 +54,10 @@ TEST_CASE("oversized lines are refused before parsing") {
 }
 
 TEST_CASE("a report with a malformed diagnostic is refused") {
-    CHECK(failure_of(R"({"kind":"exited","version":1,"exitCode":0,"signal":"","stdout":"","diagnostic":{"category":"none","bytes":0},"artifacts":{"stdout":{"path":"a","bytes":0,"sha256":""},"stderr":{"path":"b","bytes":0,"sha256":""}},"runMs":0})") ==
-          "invalid session message field: diagnostic");
+    CHECK(
+        failure_of(
+            R"({"kind":"exited","version":1,"exitCode":0,"signal":"","stdout":"","diagnostic":{"category":"none","bytes":0},"artifacts":{"stdout":{"path":"a","bytes":0,"sha256":""},"stderr":{"path":"b","bytes":0,"sha256":""}},"runMs":0})") ==
+        "invalid session message field: diagnostic");
 }
 
 TEST_CASE("messages round-trip through JSON") {

@@ -1,9 +1,8 @@
 // Python-compatible UTF-8 repair and validation.
 #include "contracts/utf8.hpp"
+#include "support/result_printing.hpp"
 
 #include <string>
-
-#include "support/result_printing.hpp"
 
 #include <doctest/doctest.h>
 
@@ -19,7 +18,8 @@ TEST_CASE("repair matches CPython's decode(errors='replace') on each kind of dam
     CHECK(repair_utf8("\xff") == r);
     CHECK(repair_utf8("\x80\x80") == r + r);
     // A truncated sequence is one replacement, then the next byte starts afresh.
-    CHECK(repair_utf8("\xe2\x82" "A") == r + "A");
+    CHECK(repair_utf8("\xe2\x82"
+                      "A") == r + "A");
     CHECK(repair_utf8("\xe2\x82") == r);
     CHECK(repair_utf8("\xf0\x9f\x98") == r);
     // Overlongs and surrogates fail at the second byte: every byte is its own replacement.
@@ -31,7 +31,9 @@ TEST_CASE("repair matches CPython's decode(errors='replace') on each kind of dam
 }
 
 TEST_CASE("repair works across arbitrary chunk boundaries") {
-    const std::string input = "a\xf0\x9f\x98\x80" "b\xe2\x82" "c\xff\xc3";
+    const std::string input = "a\xf0\x9f\x98\x80"
+                              "b\xe2\x82"
+                              "c\xff\xc3";
     const std::string whole = repair_utf8(input);
     for (std::size_t split = 0; split <= input.size(); ++split) {
         utf8_repair repair;

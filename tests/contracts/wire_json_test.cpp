@@ -1,6 +1,5 @@
 // Python-compatible JSON writing and bounded line parsing.
 #include "contracts/wire_json.hpp"
-
 #include "support/result_printing.hpp"
 
 #include <doctest/doctest.h>
@@ -13,11 +12,13 @@ TEST_CASE("strings are escaped as json.dumps(ensure_ascii=True) escapes them") {
     CHECK(to_wire(boost::json::string("a\"b\\c/d")) == R"("a\"b\\c/d")");
     CHECK(to_wire(boost::json::string("\b\f\n\r\t")) == R"("\b\f\n\r\t")");
     CHECK(to_wire(boost::json::string(std::string("\x00\x1f\x7f", 3))) == R"("\u0000\u001f\u007f")");
-    CHECK(to_wire(boost::json::string("\xc3\xa9\xe2\x80\xa8\xf0\x9f\x98\x80")) == R"("\u00e9\u2028\ud83d\ude00")");
+    CHECK(to_wire(boost::json::string("\xc3\xa9\xe2\x80\xa8\xf0\x9f\x98\x80")) ==
+          R"("\u00e9\u2028\ud83d\ude00")");
 }
 
 TEST_CASE("objects keep key order and are compact") {
-    const boost::json::object o{{"z", 1}, {"a", boost::json::array{true, nullptr, -3}}, {"m", boost::json::object{}}};
+    const boost::json::object o{
+        {"z", 1}, {"a", boost::json::array{true, nullptr, -3}}, {"m", boost::json::object{}}};
     CHECK(to_wire(o) == R"({"z":1,"a":[true,null,-3],"m":{}})");
 }
 

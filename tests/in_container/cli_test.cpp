@@ -1,7 +1,6 @@
 // maka-eval-helper's command line, run as a process: frame, project, --version, --help, usage errors.
-#include "in_container/cli.hpp"
-
 #include "contracts/result_frame.hpp"
+#include "in_container/cli.hpp"
 #include "support/process.hpp"
 
 #include <doctest/doctest.h>
@@ -24,11 +23,13 @@ TEST_CASE("--version and --help") {
 }
 
 TEST_CASE("frame prints the producer's line for the token in the environment") {
-    const auto r = run_process({helper, "frame", R"({"status":"completed"})"}, "", std::vector<std::string>{"MAKA_EVAL_RESULT_TOKEN=" + token});
+    const auto r = run_process({helper, "frame", R"({"status":"completed"})"}, "",
+                               std::vector<std::string>{"MAKA_EVAL_RESULT_TOKEN=" + token});
     CHECK(r.exit_code == 0);
     CHECK(r.out == maka_eval::contracts::encode_frame(token, R"({"status":"completed"})").value());
     // From stdin, one trailing newline dropped.
-    const auto piped = run_process({helper, "frame", "-"}, "{\"a\":1}\n", std::vector<std::string>{"MAKA_EVAL_RESULT_TOKEN=" + token});
+    const auto piped = run_process({helper, "frame", "-"}, "{\"a\":1}\n",
+                                   std::vector<std::string>{"MAKA_EVAL_RESULT_TOKEN=" + token});
     CHECK(piped.out == maka_eval::contracts::encode_frame(token, "{\"a\":1}").value());
 }
 
@@ -40,20 +41,26 @@ TEST_CASE("frame refuses what the relay would reject") {
     const auto no_token = run_process({helper, "frame", "{}"}, "", std::vector<std::string>{});
     CHECK(no_token.exit_code == 1);
     CHECK(no_token.err.find("MAKA_EVAL_RESULT_TOKEN") != std::string::npos);
-    CHECK(run_process({helper, "frame", "{}"}, "", std::vector<std::string>{"MAKA_EVAL_RESULT_TOKEN=ABC"}).exit_code == 1);
+    CHECK(run_process({helper, "frame", "{}"}, "", std::vector<std::string>{"MAKA_EVAL_RESULT_TOKEN=ABC"})
+              .exit_code == 1);
     CHECK(run_process({helper, "frame", "a", "b"}, "", env).exit_code == 2);
 }
 
 TEST_CASE("project prints exactly what executed would carry") {
-    const std::string carrier = "noise\n" + maka_eval::contracts::encode_frame(token, "{\"ok\":true}").value();
+    const std::string carrier =
+        "noise\n" + maka_eval::contracts::encode_frame(token, "{\"ok\":true}").value();
     const auto r = run_process({helper, "project", "--result-token", token}, carrier);
     CHECK(r.exit_code == 0);
-    CHECK(r.out == "{\"stdout\":\"{\\\"ok\\\":true}\",\"diagnostic\":{\"category\":\"unstructured-output\",\"bytes\":6,"
-                   "\"sha256\":\"" + maka_eval::contracts::sha256_hex("noise\n") + "\"}}\n");
+    CHECK(
+        r.out ==
+        "{\"stdout\":\"{\\\"ok\\\":true}\",\"diagnostic\":{\"category\":\"unstructured-output\",\"bytes\":6,"
+        "\"sha256\":\"" +
+            maka_eval::contracts::sha256_hex("noise\n") + "\"}}\n");
     const auto missing = run_process({helper, "project", "--result-token", token}, "nothing here");
     CHECK(missing.exit_code == 0);
     CHECK(missing.out.find("result-frame-missing") != std::string::npos);
-    const auto uncaptured = run_process({helper, "project", "--result-token", token, "--no-capture"}, carrier);
+    const auto uncaptured =
+        run_process({helper, "project", "--result-token", token, "--no-capture"}, carrier);
     CHECK(uncaptured.out == "{\"stdout\":\"\",\"diagnostic\":{\"category\":\"none\"}}\n");
 }
 

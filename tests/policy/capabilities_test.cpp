@@ -1,6 +1,5 @@
 // Capability evidence from /proc/<pid>/status.
 #include "policy/capabilities.hpp"
-
 #include "support/result_printing.hpp"
 
 #include <doctest/doctest.h>
@@ -10,9 +9,10 @@ namespace {
 using namespace maka_eval::policy;
 
 TEST_CASE("every Cap line of a status text is read, in order") {
-    const auto fields = parse_status("Name:\tsh\nCapInh:\t0000000000000000\nCapPrm:\t00000000a80425fb\n"
-                                     "CapEff:\t00000000a80425fb\nCapBnd:\t000001ffffffffff\nCapAmb:\t0000000000000000\n"
-                                     "NoNewPrivs:\t0\n");
+    const auto fields =
+        parse_status("Name:\tsh\nCapInh:\t0000000000000000\nCapPrm:\t00000000a80425fb\n"
+                     "CapEff:\t00000000a80425fb\nCapBnd:\t000001ffffffffff\nCapAmb:\t0000000000000000\n"
+                     "NoNewPrivs:\t0\n");
     REQUIRE(fields.size() == 5);
     CHECK(fields[0] == std::pair<std::string, std::string>{"CapInh", "0000000000000000"});
     CHECK(fields[3] == std::pair<std::string, std::string>{"CapBnd", "000001ffffffffff"});
@@ -33,7 +33,8 @@ TEST_CASE("hex values are read as int(x, 16) reads them") {
 TEST_CASE("bypass capabilities are named sorted") {
     CHECK(bypass_capabilities(0).empty());
     CHECK(bypass_capabilities(cap_net_raw) == std::vector<std::string>{"NET_RAW"});
-    CHECK(bypass_capabilities(cap_net_raw | cap_net_admin) == std::vector<std::string>{"NET_ADMIN", "NET_RAW"});
+    CHECK(bypass_capabilities(cap_net_raw | cap_net_admin) ==
+          std::vector<std::string>{"NET_ADMIN", "NET_RAW"});
 }
 
 } // namespace

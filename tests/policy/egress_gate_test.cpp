@@ -1,9 +1,8 @@
 // The egress gate's judgements with the original's inputs: C11–C13, C16–C17, C22, C28 and the check order.
 #include "policy/egress_gate.hpp"
+#include "support/result_printing.hpp"
 
 #include <cstdio>
-
-#include "support/result_printing.hpp"
 
 #include <doctest/doctest.h>
 
@@ -20,8 +19,13 @@ std::string hex(std::uint64_t v) {
     return buffer;
 }
 
-capability_fields sets(std::uint64_t inh, std::uint64_t prm, std::uint64_t eff, std::uint64_t bnd, std::uint64_t amb) {
-    return {{"CapInh", hex(inh)}, {"CapPrm", hex(prm)}, {"CapEff", hex(eff)}, {"CapBnd", hex(bnd)}, {"CapAmb", hex(amb)}};
+capability_fields sets(std::uint64_t inh, std::uint64_t prm, std::uint64_t eff, std::uint64_t bnd,
+                       std::uint64_t amb) {
+    return {{"CapInh", hex(inh)},
+            {"CapPrm", hex(prm)},
+            {"CapEff", hex(eff)},
+            {"CapBnd", hex(bnd)},
+            {"CapAmb", hex(amb)}};
 }
 
 std::string refusal_of(const capability_fields& caps, std::string_view subject_ns = policy_ns,
@@ -39,9 +43,10 @@ TEST_CASE("C11: a subject holding a bypass capability in every set never starts"
     CHECK(refusal_of(sets(cap_net_raw | sys_admin, cap_net_raw | sys_admin, cap_net_raw | sys_admin,
                           cap_net_raw | sys_admin, cap_net_raw | sys_admin)) ==
           "the subject holds NET_RAW, which bypasses the Eval egress policy; remove it from the task");
-    CHECK(refusal_of(sets(cap_net_admin, cap_net_admin, cap_net_admin, cap_net_admin, cap_net_admin)).find("NET_ADMIN") !=
-          std::string::npos);
-    CHECK(refusal_of(sets(0, cap_net_admin | cap_net_raw, 0, 0, 0)).starts_with("the subject holds NET_ADMIN, NET_RAW,"));
+    CHECK(refusal_of(sets(cap_net_admin, cap_net_admin, cap_net_admin, cap_net_admin, cap_net_admin))
+              .find("NET_ADMIN") != std::string::npos);
+    CHECK(refusal_of(sets(0, cap_net_admin | cap_net_raw, 0, 0, 0))
+              .starts_with("the subject holds NET_ADMIN, NET_RAW,"));
 }
 
 TEST_CASE("C12: a capability reachable only through the bounding set never starts") {
@@ -54,8 +59,8 @@ TEST_CASE("the inheritable and ambient sets count too") {
 }
 
 TEST_CASE("C13: a subject outside the policy namespace never starts") {
-    CHECK(refusal_of(sets(0, constrained, constrained, constrained, 0), "net:[4026532099]").find("network namespace") !=
-          std::string::npos);
+    CHECK(refusal_of(sets(0, constrained, constrained, constrained, 0), "net:[4026532099]")
+              .find("network namespace") != std::string::npos);
 }
 
 TEST_CASE("C16/C17: unreadable evidence fails closed") {
@@ -64,20 +69,23 @@ TEST_CASE("C16/C17: unreadable evidence fails closed") {
         CHECK(refusal_of(caps, value, value) == "Maka Eval could not read the subject isolation evidence");
     }
     CHECK(refusal_of({}) == "Maka Eval could not read the subject capability set");
-    CHECK(refusal_of({{"CapEff", "0"}, {"CapPrm", "0"}}) == "Maka Eval could not read the subject capability set");
+    CHECK(refusal_of({{"CapEff", "0"}, {"CapPrm", "0"}}) ==
+          "Maka Eval could not read the subject capability set");
     CHECK(refusal_of({{"CapEff", "zz"}, {"CapPrm", "0"}, {"CapBnd", "0"}}) ==
           "Maka Eval could not read the subject capability set");
 }
 
 TEST_CASE("order: unreadable namespace before capabilities, capabilities before a foreign namespace") {
-    CHECK(refusal_of(sets(0, cap_net_raw, 0, 0, 0), "shared") == "Maka Eval could not read the subject isolation evidence");
+    CHECK(refusal_of(sets(0, cap_net_raw, 0, 0, 0), "shared") ==
+          "Maka Eval could not read the subject isolation evidence");
     CHECK(refusal_of(sets(0, cap_net_raw, 0, 0, 0), "net:[1]").find("NET_RAW") != std::string::npos);
 }
 
 TEST_CASE("probe lines: exactly one per prefix, value stripped") {
     CHECK(sole_probe_line("noise\nMAKA-EVAL-POLICY-NAMESPACE-V1 net:[1] \n", namespace_prefix) == "net:[1]");
     CHECK_FALSE(sole_probe_line("", namespace_prefix));
-    CHECK_FALSE(sole_probe_line("MAKA-EVAL-POLICY-NAMESPACE-V1 a\nMAKA-EVAL-POLICY-NAMESPACE-V1 b\n", namespace_prefix));
+    CHECK_FALSE(sole_probe_line("MAKA-EVAL-POLICY-NAMESPACE-V1 a\nMAKA-EVAL-POLICY-NAMESPACE-V1 b\n",
+                                namespace_prefix));
 }
 
 TEST_CASE("C22: the proxy host comes from the setting, falls back to the default, and is validated first") {

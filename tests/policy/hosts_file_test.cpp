@@ -1,6 +1,5 @@
 // The /etc/hosts rewrite with the original's C23 samples.
 #include "policy/hosts_file.hpp"
-
 #include "support/result_printing.hpp"
 
 #include <doctest/doctest.h>
@@ -26,8 +25,9 @@ TEST_CASE("C23: lines naming the host as an alias are dropped, everything else k
 
 TEST_CASE("awk's field and record rules") {
     // Tabs separate fields; the first field (the address) never matches; a missing final newline is added.
-    CHECK(rewrite_hosts("10.0.0.1\tx\tmaka-eval-mitmproxy\nmaka-eval-mitmproxy 1.1.1.1", "maka-eval-mitmproxy", "1.2.3.4") ==
-          "maka-eval-mitmproxy 1.1.1.1\n1.2.3.4 maka-eval-mitmproxy\n");
+    CHECK(rewrite_hosts("10.0.0.1\tx\tmaka-eval-mitmproxy\nmaka-eval-mitmproxy 1.1.1.1",
+                        "maka-eval-mitmproxy",
+                        "1.2.3.4") == "maka-eval-mitmproxy 1.1.1.1\n1.2.3.4 maka-eval-mitmproxy\n");
     // Blank lines stay; a CR stays part of the field, so it does not match.
     CHECK(rewrite_hosts("\n10.0.0.1 h\r\n", "h", "1.2.3.4") == "\n10.0.0.1 h\r\n1.2.3.4 h\n");
     CHECK(rewrite_hosts("", "h", "1.2.3.4") == "1.2.3.4 h\n");

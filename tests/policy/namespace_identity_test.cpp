@@ -1,6 +1,5 @@
 // Network-namespace identity: strict, and malformed never matches (C13, C17).
 #include "policy/namespace_identity.hpp"
-
 #include "support/result_printing.hpp"
 
 #include <doctest/doctest.h>
@@ -11,7 +10,8 @@ using namespace maka_eval::policy;
 
 TEST_CASE("only net:[digits] is an identity") {
     CHECK(is_namespace_identity("net:[4026532001]"));
-    for (const char* bad : {"", "shared", "net:[]", "net:[12a]", "net:[1] ", "mnt:[1]", "net:[1]\n", "net:1"}) {
+    for (const char* bad :
+         {"", "shared", "net:[]", "net:[12a]", "net:[1] ", "mnt:[1]", "net:[1]\n", "net:1"}) {
         CAPTURE(bad);
         CHECK_FALSE(is_namespace_identity(bad));
     }

@@ -1,6 +1,5 @@
 // Proxy host and published IPv4 validation with the original's samples (C22, C25).
 #include "policy/proxy_host.hpp"
-
 #include "support/result_printing.hpp"
 
 #include <doctest/doctest.h>

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
-
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/wait.h>
@@ -59,7 +58,9 @@ process_result run_process(const std::vector<std::string>& argv, const std::stri
     bool timed_out = false;
     while (open_fds > 0) {
         pollfd fds[3] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}, {in_fd, POLLOUT, 0}};
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())
+                .count();
         if (left <= 0) {
             timed_out = true;
             break;

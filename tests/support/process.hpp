@@ -15,6 +15,7 @@ struct process_result {
 
 // `env` replaces the environment when given. Waits at most `timeout_ms`, then kills and reports -1.
 process_result run_process(const std::vector<std::string>& argv, const std::string& input = {},
-                           const std::optional<std::vector<std::string>>& env = std::nullopt, int timeout_ms = 20000);
+                           const std::optional<std::vector<std::string>>& env = std::nullopt,
+                           int timeout_ms = 20000);
 
 } // namespace maka_eval::test

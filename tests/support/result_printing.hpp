@@ -8,7 +8,9 @@ namespace doctest {
 
 template <typename T, typename E>
 struct StringMaker<boost::system::result<T, E>> {
-    static String convert(const boost::system::result<T, E>& r) { return r.has_value() ? "result(value)" : "result(error)"; }
+    static String convert(const boost::system::result<T, E>& r) {
+        return r.has_value() ? "result(value)" : "result(error)";
+    }
 };
 
 } // namespace doctest

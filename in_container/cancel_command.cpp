@@ -1,0 +1,116 @@
+// `maka-eval-helper cancel --scope FILE [--grace-ms N]`: have the supervisor named by a scope file settle.
+//
+// Signals the supervisor (SIGTERM, through a pidfd after checking its start time, so never a process that
+// reused its pid) and waits until it has exited — it exits only once the scope is quiet. Without a live
+// supervisor (it was killed), falls back to TERM then KILL on the recorded process group, but only while
+// the recorded leader is still alive with its recorded start time. Prints one JSON object.
+// Exit: 0 settled, 3 nothing was running, 1 did not settle within the grace, 2 usage.
+#include "contracts/wire_json.hpp"
+#include "in_container/cli.hpp"
+#include "in_container/io.hpp"
+#include "in_container/process_table.hpp"
+#include "in_container/scope_file.hpp"
+
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <csignal>
+#include <poll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace maka_eval::in_container {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+constexpr int exit_not_running = 3;
+
+bool alive_as(pid_t pid, std::uint64_t start_time) {
+    const auto status = read_status(pid);
+    return status && status->start_time == start_time && status->state != 'Z' && status->state != 'X';
+}
+
+int finish(std::string_view outcome, clock_type::time_point begun, int code) {
+    const auto waited =
+        std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - begun).count();
+    const boost::json::object out{{"outcome", outcome}, {"waitedMs", waited}};
+    (void)write_all(STDOUT_FILENO, contracts::to_wire(out) + "\n");
+    return code;
+}
+
+bool group_alive(pid_t pgid) {
+    return ::kill(-pgid, 0) == 0;
+}
+
+} // namespace
+
+int cancel_command(std::span<const std::string_view> args) {
+    std::string scope;
+    long grace_ms = 40000;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        if (args[i] == "--scope" && i + 1 < args.size()) {
+            scope = args[++i];
+        } else if (args[i] == "--grace-ms" && i + 1 < args.size()) {
+            const auto text = args[++i];
+            const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), grace_ms);
+            if (ec != std::errc() || ptr != text.data() + text.size() || grace_ms < 0) {
+                scope.clear();
+                break;
+            }
+        } else {
+            scope.clear();
+            break;
+        }
+    }
+    if (scope.empty()) {
+        log_line("usage: maka-eval-helper cancel --scope FILE [--grace-ms N]");
+        return exit_usage;
+    }
+    const auto begun = clock_type::now();
+    const auto deadline = begun + std::chrono::milliseconds(grace_ms);
+    const auto text = read_file(scope, 4096);
+    const auto record = text ? parse_scope(*text) : std::nullopt;
+    if (!record) {
+        return finish("not-running", begun, exit_not_running);
+    }
+    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, record->supervisor, 0));
+    if (pidfd >= 0 && alive_as(record->supervisor, record->supervisor_start)) {
+        ::syscall(SYS_pidfd_send_signal, pidfd, SIGTERM, nullptr, 0);
+        while (true) {
+            const auto left =
+                std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now()).count();
+            pollfd fd{pidfd, POLLIN, 0};
+            const int ready = ::poll(&fd, 1, static_cast<int>(std::max<long long>(0, left)));
+            if (ready < 0 && errno == EINTR) {
+                continue;
+            }
+            ::close(pidfd);
+            return ready > 0 ? finish("settled", begun, exit_ok) : finish("timeout", begun, exit_failed);
+        }
+    }
+    if (pidfd >= 0) {
+        ::close(pidfd);
+    }
+    // No supervisor: only a group whose recorded leader still lives is certainly ours.
+    if (!alive_as(record->pgid, record->leader_start)) {
+        return finish("not-running", begun, exit_not_running);
+    }
+    log_line("cancel: the supervisor is gone; signalling process group " + std::to_string(record->pgid));
+    const auto term_until = begun + std::chrono::milliseconds(grace_ms / 2);
+    ::kill(-record->pgid, SIGTERM);
+    for (const auto& [sig, until] : {std::pair{SIGTERM, term_until}, std::pair{SIGKILL, deadline}}) {
+        if (sig == SIGKILL) {
+            ::kill(-record->pgid, SIGKILL);
+        }
+        // No pidfd can watch a group: check it at a short interval, bounded by the grace.
+        while (group_alive(record->pgid) && clock_type::now() < until) {
+            ::poll(nullptr, 0, 20);
+        }
+        if (!group_alive(record->pgid)) {
+            return finish("settled-without-supervisor", begun, exit_ok);
+        }
+    }
+    return finish("timeout", begun, exit_failed);
+}
+
+} // namespace maka_eval::in_container

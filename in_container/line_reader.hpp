@@ -1,0 +1,38 @@
+// A bounded NDJSON line reader over a file descriptor, for the helper's control pipe.
+//
+// A line longer than the bound is discarded up to its newline and reported once as oversize, so one bad
+// message costs a clear error, not the session. Bytes are never held beyond the bound plus one read.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace maka_eval::in_container {
+
+class line_reader {
+  public:
+    line_reader(int fd, std::size_t limit) : fd_(fd), limit_(limit) {}
+
+    enum class fill_result { data, eof, error };
+    // One read(2) (EINTR retried). Call when poll says the fd is readable.
+    fill_result fill();
+
+    enum class pop_result { none, line, oversize };
+    // The next complete line (without its "\n") into `line`. At EOF a final unterminated line is returned
+    // too.
+    pop_result pop(std::string& line);
+
+    [[nodiscard]] bool at_eof() const noexcept { return eof_; }
+    [[nodiscard]] int fd() const noexcept { return fd_; }
+    // Overwrites what is buffered (it may hold secrets of a `run` request).
+    void wipe() noexcept;
+
+  private:
+    int fd_;
+    std::size_t limit_;
+    std::string buffer_;
+    bool discarding_ = false;
+    bool eof_ = false;
+};
+
+} // namespace maka_eval::in_container

@@ -1,0 +1,89 @@
+// /proc parsing (see process_table.hpp).
+#include "in_container/process_table.hpp"
+
+#include "in_container/io.hpp"
+
+#include <charconv>
+#include <dirent.h>
+#include <map>
+
+namespace maka_eval::in_container {
+namespace {
+
+template <typename T>
+bool parse_number(std::string_view text, T& out) {
+    const auto* end = text.data() + text.size();
+    const auto [ptr, ec] = std::from_chars(text.data(), end, out);
+    return ec == std::errc() && ptr == end;
+}
+
+} // namespace
+
+std::optional<process_status> parse_stat_line(const std::string& line) {
+    // "pid (comm) state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime
+    //  cutime cstime priority nice num_threads itrealvalue starttime …": comm ends at the *last* ')'.
+    const auto open = line.find('(');
+    const auto close = line.rfind(')');
+    if (open == std::string::npos || close == std::string::npos || close < open || close + 2 >= line.size()) {
+        return std::nullopt;
+    }
+    process_status status;
+    if (!parse_number(std::string_view(line).substr(0, open > 0 ? open - 1 : 0), status.pid)) {
+        return std::nullopt;
+    }
+    std::vector<std::string_view> fields; // fields[0] is the state (field 3)
+    std::string_view rest = std::string_view(line).substr(close + 2);
+    while (!rest.empty() && fields.size() < 20) {
+        const auto space = rest.find(' ');
+        fields.push_back(rest.substr(0, space));
+        rest = space == std::string_view::npos ? std::string_view() : rest.substr(space + 1);
+    }
+    if (fields.size() < 20 || fields[0].size() != 1) {
+        return std::nullopt;
+    }
+    status.state = fields[0][0];
+    if (!parse_number(fields[1], status.ppid) || !parse_number(fields[2], status.pgid) ||
+        !parse_number(fields[19], status.start_time)) {
+        return std::nullopt;
+    }
+    return status;
+}
+
+std::optional<process_status> read_status(pid_t pid, const std::string& proc_root) {
+    const auto text = read_file(proc_root + "/" + std::to_string(pid) + "/stat", 4096);
+    if (!text) {
+        return std::nullopt;
+    }
+    return parse_stat_line(*text);
+}
+
+std::vector<process_status> descendants_of(pid_t ancestor, const std::string& proc_root) {
+    std::multimap<pid_t, process_status> by_parent;
+    if (DIR* dir = ::opendir(proc_root.c_str())) {
+        while (const dirent* entry = ::readdir(dir)) {
+            pid_t pid = 0;
+            if (!parse_number(std::string_view(entry->d_name), pid)) {
+                continue;
+            }
+            // A process may vanish between readdir and the read: it is simply not there any more.
+            if (auto status = read_status(pid, proc_root)) {
+                by_parent.emplace(status->ppid, *status);
+            }
+        }
+        ::closedir(dir);
+    }
+    std::vector<process_status> out;
+    std::vector<pid_t> frontier{ancestor};
+    while (!frontier.empty()) {
+        const pid_t parent = frontier.back();
+        frontier.pop_back();
+        const auto [begin, end] = by_parent.equal_range(parent);
+        for (auto it = begin; it != end; ++it) {
+            out.push_back(it->second);
+            frontier.push_back(it->second.pid);
+        }
+    }
+    return out;
+}
+
+} // namespace maka_eval::in_container

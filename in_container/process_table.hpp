@@ -1,0 +1,32 @@
+// What /proc says about processes: start times, parents, states, and the descendants of a process.
+//
+// The supervisor is the subject's child subreaper, so every process the subject ever started — including
+// setsid'd daemons whose parents died — stays among its descendants. Settling signals exactly that set.
+// Start times (field 22 of /proc/<pid>/stat) tell a live process from a later one that reused its pid.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace maka_eval::in_container {
+
+struct process_status {
+    pid_t pid = 0;
+    pid_t ppid = 0;
+    pid_t pgid = 0;
+    char state = '?';             // R, S, D, Z, T …
+    std::uint64_t start_time = 0; // clock ticks after boot
+};
+
+// /proc/<pid>/stat, parsed (the command name may hold spaces and parentheses).
+[[nodiscard]] std::optional<process_status> read_status(pid_t pid, const std::string& proc_root = "/proc");
+[[nodiscard]] std::optional<process_status> parse_stat_line(const std::string& line);
+
+// Every process below `ancestor` (not `ancestor` itself), parents before children, zombies included.
+[[nodiscard]] std::vector<process_status> descendants_of(pid_t ancestor,
+                                                         const std::string& proc_root = "/proc");
+
+} // namespace maka_eval::in_container

@@ -1,0 +1,46 @@
+// Scope file format and publication (see scope_file.hpp).
+#include "in_container/scope_file.hpp"
+
+#include "in_container/io.hpp"
+
+#include <cerrno>
+#include <fcntl.h>
+#include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace maka_eval::in_container {
+
+std::string format_scope(const scope_record& record) {
+    return std::to_string(record.pgid) + "\nleader-start " + std::to_string(record.leader_start) +
+           "\nsupervisor " + std::to_string(record.supervisor) + " " +
+           std::to_string(record.supervisor_start) + "\n";
+}
+
+std::optional<scope_record> parse_scope(const std::string& text) {
+    std::istringstream in(text);
+    scope_record record;
+    std::string leader_key;
+    std::string supervisor_key;
+    if (!(in >> record.pgid >> leader_key >> record.leader_start >> supervisor_key >> record.supervisor >>
+          record.supervisor_start) ||
+        leader_key != "leader-start" || supervisor_key != "supervisor" || record.pgid <= 0 ||
+        record.supervisor <= 0) {
+        return std::nullopt;
+    }
+    return record;
+}
+
+bool publish_scope(const std::string& path, const scope_record& record) {
+    int fd = -1;
+    do {
+        fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0) {
+        return false;
+    }
+    const bool ok = write_all(fd, format_scope(record)) && ::fchmod(fd, 0600) == 0;
+    return ::close(fd) == 0 && ok;
+}
+
+} // namespace maka_eval::in_container

@@ -1,0 +1,28 @@
+// The scope file: where the supervisor records the subject's process group, for `cancel` and for people.
+//
+// Its first line is the pgid alone, as the original's file held it (`kill -TERM -- -$(head -1 FILE)` still
+// works by hand). Then the leader's start time and the supervisor's pid and start time, so `cancel` signals
+// the right supervisor and never a process that reused a pid. Written 0600 under umask 077; the subject
+// never starts if it cannot be written (the original's exit 111 semantics).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <sys/types.h>
+
+namespace maka_eval::in_container {
+
+struct scope_record {
+    pid_t pgid = 0;
+    std::uint64_t leader_start = 0;
+    pid_t supervisor = 0;
+    std::uint64_t supervisor_start = 0;
+};
+
+[[nodiscard]] std::string format_scope(const scope_record& record);
+[[nodiscard]] std::optional<scope_record> parse_scope(const std::string& text);
+// Creates or truncates `path` (0600, O_NOFOLLOW) and writes the record; false on any failure.
+[[nodiscard]] bool publish_scope(const std::string& path, const scope_record& record);
+
+} // namespace maka_eval::in_container

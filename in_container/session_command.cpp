@@ -1,0 +1,105 @@
+// `maka-eval-helper session`: the interactive relay session over stdin/stdout (NDJSON).
+//
+// Sends `hello` at once, waits for one `run`, supervises it (`started`, then `exited` or `settled`) and
+// exits. stdout carries protocol lines only; logs go to stderr. A malformed line gets an `error` and the
+// session goes on. stdin EOF before `run` ends the session quietly; during the run it settles the subject.
+#include "in_container/cli.hpp"
+#include "in_container/io.hpp"
+#include "in_container/line_reader.hpp"
+#include "in_container/probe.hpp"
+#include "in_container/signals.hpp"
+#include "in_container/supervisor.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <optional>
+#include <poll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+namespace maka_eval::in_container {
+namespace {
+
+void emit(const contracts::session_message& message) {
+    if (!write_all(STDOUT_FILENO, contracts::serialize(message))) {
+        log_line(std::string("cannot write to the relay: ") + std::strerror(errno));
+    }
+}
+
+// Reads control lines until a valid `run` arrives; nullopt when the relay leaves or we are told to stop.
+std::optional<contracts::run_request> await_run(line_reader& control, int signal_fd) {
+    std::string line;
+    while (true) {
+        pollfd fds[2] = {{control.fd(), POLLIN, 0}, {signal_fd, POLLIN, 0}};
+        if (::poll(fds, 2, -1) < 0 && errno != EINTR) {
+            return std::nullopt;
+        }
+        if ((fds[1].revents & POLLIN) != 0) {
+            signalfd_siginfo info{};
+            while (::read(signal_fd, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+                if (info.ssi_signo != SIGCHLD) {
+                    return std::nullopt; // told to stop while nothing runs: nothing to settle
+                }
+            }
+        }
+        if (fds[0].revents == 0) {
+            continue;
+        }
+        const auto filled = control.fill();
+        while (true) {
+            const auto popped = control.pop(line);
+            if (popped == line_reader::pop_result::none) {
+                break;
+            }
+            if (popped == line_reader::pop_result::oversize) {
+                emit(contracts::error_message{"bad-request", "session line exceeds the size limit"});
+                continue;
+            }
+            auto message = contracts::parse_session_message(line);
+            std::memset(line.data(), 0, line.size());
+            if (!message) {
+                emit(contracts::error_message{"bad-request", message.error().message()});
+            } else if (auto* run = std::get_if<contracts::run_request>(&*message)) {
+                return std::move(*run);
+            } else if (std::holds_alternative<contracts::cancel_request>(*message)) {
+                emit(contracts::error_message{"idle", "nothing is running in this session"});
+            } else {
+                emit(contracts::error_message{"bad-request", "expected a run request"});
+            }
+        }
+        if (filled != line_reader::fill_result::data) {
+            return std::nullopt;
+        }
+    }
+}
+
+} // namespace
+
+int session_command(std::span<const std::string_view> args) {
+    if (!args.empty()) {
+        log_line("usage: maka-eval-helper session   (NDJSON on stdin/stdout)");
+        return exit_usage;
+    }
+    const int signal_fd = take_signals();
+    if (signal_fd < 0) {
+        log_line(std::string("signalfd: ") + std::strerror(errno));
+        return exit_failed;
+    }
+    emit(probe_self());
+    line_reader control(STDIN_FILENO, contracts::session_line_limit_bytes);
+    auto request = await_run(control, signal_fd);
+    if (!request) {
+        return exit_ok;
+    }
+    const supervisor_io io{signal_fd, &control, &emit};
+    auto report = supervise(*request, io);
+    if (!report) {
+        emit(contracts::error_message{report.error().code, report.error().message});
+        return exit_failed;
+    }
+    emit(*report);
+    return exit_ok;
+}
+
+} // namespace maka_eval::in_container

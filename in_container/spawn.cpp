@@ -1,0 +1,162 @@
+// Subject start-up (see spawn.hpp).
+#include "in_container/spawn.hpp"
+
+#include "in_container/io.hpp"
+#include "in_container/process_table.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace maka_eval::in_container {
+namespace {
+
+// Child → parent: one tag byte and the errno.
+[[noreturn]] void report_and_exit(int status_fd, char tag, int error, int exit_code) {
+    char message[1 + sizeof(int)];
+    message[0] = tag;
+    std::memcpy(message + 1, &error, sizeof error);
+    (void)write_all(status_fd, std::string_view(message, sizeof message));
+    ::_exit(exit_code);
+}
+
+[[noreturn]] void child(const spawn_plan& plan, int status_fd, int null_fd, const std::vector<char*>& argv,
+                        const std::vector<char*>& envp, const std::vector<std::string>& candidates) {
+    // Nothing the supervisor blocked or ignored may reach the subject.
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (int sig = 1; sig < NSIG; ++sig) {
+        ::signal(sig, SIG_DFL);
+    }
+    ::setsid();
+    if (::dup2(null_fd, STDIN_FILENO) < 0 || ::dup2(plan.stdout_fd, STDOUT_FILENO) < 0 ||
+        ::dup2(plan.stderr_fd, STDERR_FILENO) < 0) {
+        report_and_exit(status_fd, 'E', errno, 126);
+    }
+    ::umask(077);
+    if (!plan.cwd.empty() && ::chdir(plan.cwd.c_str()) != 0) {
+        const int error = errno;
+        const std::string message =
+            "maka-eval-helper: cannot enter " + plan.cwd + ": " + std::strerror(error) + "\n";
+        (void)write_all(STDERR_FILENO, message);
+        report_and_exit(status_fd, 'C', error, 126);
+    }
+    const pid_t self = ::getpid();
+    const auto status = read_status(self);
+    const scope_record record{self, status ? status->start_time : 0, plan.supervisor, plan.supervisor_start};
+    if (!status || !publish_scope(plan.scope_path, record)) {
+        report_and_exit(status_fd, 'S', errno, 111);
+    }
+    int error = ENOENT;
+    for (const auto& candidate : candidates) {
+        ::execve(candidate.c_str(), argv.data(), envp.data());
+        if (errno == ENOEXEC) {
+            // As sh does: a file without a recognised format is a shell script.
+            std::vector<char*> script{const_cast<char*>("/bin/sh"), const_cast<char*>(candidate.c_str())};
+            script.insert(script.end(), argv.begin() + 1, argv.end());
+            ::execve("/bin/sh", script.data(), envp.data());
+            errno = ENOEXEC;
+        }
+        if (errno != ENOENT && errno != ENOTDIR) {
+            error = errno; // EACCES and the like win over "not found", as in sh
+        }
+    }
+    const std::string message =
+        "maka-eval-helper: cannot execute " + plan.argv.front() + ": " +
+        (error == ENOENT ? std::string("not found") : std::string(std::strerror(error))) + "\n";
+    (void)write_all(STDERR_FILENO, message);
+    ::unlink(plan.scope_path.c_str());
+    report_and_exit(status_fd, 'E', error, error == ENOENT ? 127 : 126);
+}
+
+} // namespace
+
+std::vector<std::string> exec_candidates(const std::string& name, const char* path) {
+    if (name.find('/') != std::string::npos) {
+        return {name};
+    }
+    const std::string search = path != nullptr && *path != '\0' ? path : "/bin:/usr/bin";
+    std::vector<std::string> out;
+    std::size_t begin = 0;
+    while (true) {
+        const auto end = search.find(':', begin);
+        std::string dir = search.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+        out.push_back((dir.empty() ? std::string(".") : dir) + "/" + name);
+        if (end == std::string::npos) {
+            break;
+        }
+        begin = end + 1;
+    }
+    return out;
+}
+
+spawn_outcome spawn_subject(const spawn_plan& plan) {
+    // Everything the child needs is built before fork: the child only makes system calls.
+    std::vector<char*> argv;
+    for (const auto& arg : plan.argv) {
+        argv.push_back(const_cast<char*>(arg.c_str()));
+    }
+    argv.push_back(nullptr);
+    std::vector<char*> envp;
+    const char* path = nullptr;
+    for (const auto& entry : plan.environment) {
+        envp.push_back(const_cast<char*>(entry.c_str()));
+        if (entry.starts_with("PATH=")) {
+            path = entry.c_str() + 5;
+        }
+    }
+    envp.push_back(nullptr);
+    const auto candidates = exec_candidates(plan.argv.front(), path);
+
+    int status_pipe[2];
+    if (::pipe2(status_pipe, O_CLOEXEC) != 0) {
+        return {spawn_status::fork_failed, -1, errno};
+    }
+    const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    const pid_t pid = null_fd < 0 ? -1 : ::fork();
+    if (pid == 0) {
+        ::close(status_pipe[0]);
+        child(plan, status_pipe[1], null_fd, argv, envp, candidates);
+    }
+    const int fork_error = errno;
+    ::close(status_pipe[1]);
+    if (null_fd >= 0) {
+        ::close(null_fd);
+    }
+    if (pid < 0) {
+        ::close(status_pipe[0]);
+        return {spawn_status::fork_failed, -1, fork_error};
+    }
+    char message[1 + sizeof(int)] = {};
+    std::size_t got = 0;
+    while (got < sizeof message) {
+        const ssize_t n = ::read(status_pipe[0], message + got, sizeof message - got);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            break;
+        }
+        got += static_cast<std::size_t>(n);
+    }
+    ::close(status_pipe[0]);
+    if (got == 0) {
+        return {spawn_status::started, pid, 0};
+    }
+    int error = 0;
+    std::memcpy(&error, message + 1, sizeof error);
+    switch (message[0]) {
+    case 'S':
+        return {spawn_status::scope_unavailable, pid, error};
+    case 'C':
+        return {spawn_status::cwd_unavailable, pid, error};
+    default:
+        return {spawn_status::exec_failed, pid, error};
+    }
+}
+
+} // namespace maka_eval::in_container

@@ -1,0 +1,41 @@
+// Starting the subject: fork, and in the child setsid, stdin from /dev/null, umask 077, cwd, publish the
+// scope file, exec. The subject never starts unless its scope is published (the original's C7 guarantee).
+//
+// The child reports how far it got through a close-on-exec status pipe: EOF means exec succeeded. Exec
+// failures follow sh: 127 when the command is not found, 126 when it cannot be run, with a message on the
+// subject's stderr (so it lands in the stderr artifact).
+#pragma once
+
+#include "in_container/scope_file.hpp"
+
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace maka_eval::in_container {
+
+struct spawn_plan {
+    std::vector<std::string> argv;
+    std::vector<std::string> environment; // "NAME=VALUE", the subject's whole environment
+    std::string cwd;                      // empty: inherit
+    std::string scope_path;
+    int stdout_fd = -1; // the child's stdout (a pipe's write end or /dev/null)
+    int stderr_fd = -1;
+    pid_t supervisor = 0;
+    std::uint64_t supervisor_start = 0;
+};
+
+enum class spawn_status { started, scope_unavailable, cwd_unavailable, exec_failed, fork_failed };
+
+struct spawn_outcome {
+    spawn_status status = spawn_status::fork_failed;
+    pid_t pid = -1; // the leader (also the pgid); -1 when fork failed
+    int error = 0;  // errno of the failed step
+};
+
+[[nodiscard]] spawn_outcome spawn_subject(const spawn_plan& plan);
+
+// `name` resolved as sh's exec would with `path` (the subject's PATH; empty or unset: /bin:/usr/bin).
+[[nodiscard]] std::vector<std::string> exec_candidates(const std::string& name, const char* path);
+
+} // namespace maka_eval::in_container

@@ -1,0 +1,563 @@
+// The supervisor's poll loop and settle state machine (see supervisor.hpp).
+#include "in_container/supervisor.hpp"
+
+#include "contracts/limits.hpp"
+#include "contracts/result_frame.hpp"
+#include "in_container/io.hpp"
+#include "in_container/process_table.hpp"
+#include "in_container/spawn.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <optional>
+#include <poll.h>
+#include <set>
+#include <stdexcept>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace maka_eval::in_container {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+using contracts::report_message;
+using contracts::run_request;
+
+std::uint64_t ms_between(clock_type::time_point a, clock_type::time_point b) {
+    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count());
+}
+
+std::string signal_name(int sig) {
+    const char* abbrev = ::sigabbrev_np(sig);
+    return abbrev != nullptr ? abbrev : std::to_string(sig);
+}
+
+void wipe(std::string& secret) {
+    std::memset(secret.data(), 0, secret.size());
+    secret.clear();
+}
+
+// mkdir -p with mode 0700 on what it creates, then chmod 0700 on the leaf, as the original does.
+bool prepare_directory(const std::string& path) {
+    std::string partial;
+    std::size_t pos = 0;
+    while (pos != std::string::npos) {
+        pos = path.find('/', pos + 1);
+        partial = path.substr(0, pos);
+        if (!partial.empty() && ::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST) {
+            return false;
+        }
+    }
+    struct stat info {};
+    return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode) && ::chmod(path.c_str(), 0700) == 0;
+}
+
+int open_artifact(const std::string& path) {
+    int fd = -1;
+    do {
+        fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    } while (fd < 0 && errno == EINTR);
+    return fd;
+}
+
+// pidfd-based signalling: the pid is pinned first, then checked to still be the process that was seen.
+bool signal_exact(const process_status& target, int sig) {
+    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, target.pid, 0));
+    if (pidfd < 0) {
+        return false;
+    }
+    const auto now = read_status(target.pid);
+    bool sent = false;
+    if (now && now->start_time == target.start_time && now->state != 'Z') {
+        sent = ::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0) == 0;
+    }
+    ::close(pidfd);
+    return sent;
+}
+
+struct output_stream {
+    int fd = -1;       // our read end; -1 once closed
+    int artifact = -1; // the artifact file
+    std::string path;
+    contracts::sha256 digest;
+    std::uint64_t bytes = 0;
+    bool artifact_failed = false;
+};
+
+class supervision {
+  public:
+    supervision(run_request& request, const supervisor_io& io) : request_(request), io_(io) {}
+    ~supervision() {
+        for (auto* s : {&out_, &err_}) {
+            close_fd(s->fd);
+            close_fd(s->artifact);
+        }
+    }
+    supervision(const supervision&) = delete;
+    supervision& operator=(const supervision&) = delete;
+
+    boost::system::result<report_message, supervision_error> run();
+
+  private:
+    enum class phase { running, draining, terminating, killing, done };
+
+    static void close_fd(int& fd) {
+        if (fd >= 0) {
+            ::close(fd);
+            fd = -1;
+        }
+    }
+
+    boost::system::result<void, supervision_error> prepare();
+    std::vector<std::string> subject_environment() const;
+    void loop();
+    void on_signals();
+    void on_control();
+    void on_children();
+    void on_stream(output_stream& stream, bool is_stdout);
+    void on_timer(clock_type::time_point now);
+    void settle(const std::string& reason);
+    void signal_scope(int sig);
+    [[nodiscard]] bool scope_quiet() const;
+    void leader_exited(int code, bool killed);
+    void start_draining(std::uint32_t ms);
+    void hand_off_streams();
+    [[nodiscard]] bool streams_closed() const { return out_.fd < 0 && err_.fd < 0; }
+    report_message report();
+
+    run_request& request_;
+    const supervisor_io& io_;
+    output_stream out_;
+    output_stream err_;
+    contracts::carrier carrier_;
+    spawn_outcome spawned_;
+    phase phase_ = phase::running;
+    std::optional<clock_type::time_point> deadline_;
+    clock_type::time_point started_at_;
+    clock_type::time_point exited_at_;
+    clock_type::time_point settle_started_;
+    clock_type::time_point settled_at_;
+    bool leader_gone_ = false;
+    int exit_code_ = 0;
+    int death_signal_ = 0;
+    bool settling_ = false;
+    bool quiesced_ = true;
+    std::string reason_;
+    std::set<pid_t> signalled_;
+};
+
+boost::system::result<void, supervision_error> supervision::prepare() {
+    const std::string dir =
+        request_.artifacts_dir.empty() ? std::string(contracts::artifacts_directory) : request_.artifacts_dir;
+    out_.path = dir + "/" + std::string(contracts::stdout_artifact_name);
+    err_.path = dir + "/" + std::string(contracts::stderr_artifact_name);
+    if (!prepare_directory(dir) || (out_.artifact = open_artifact(out_.path)) < 0 ||
+        (err_.artifact = open_artifact(err_.path)) < 0) {
+        return supervision_error{"artifacts-unavailable",
+                                 "Maka Eval could not prepare subject artifact output: " + dir + ": " +
+                                     std::strerror(errno)};
+    }
+    return {};
+}
+
+std::vector<std::string> supervision::subject_environment() const {
+    // The helper's own environment, then `execute`'s environment, credentials and result token (later wins).
+    std::vector<std::string> env;
+    auto set = [&env](std::string_view name, std::string_view value) {
+        const std::string prefix = std::string(name) + "=";
+        std::erase_if(env, [&](const std::string& entry) { return entry.starts_with(prefix); });
+        env.push_back(prefix + std::string(value));
+    };
+    for (char** entry = environ; *entry != nullptr; ++entry) {
+        env.emplace_back(*entry);
+    }
+    for (const auto& [name, value] : request_.environment) {
+        set(name, value);
+    }
+    for (const auto& [name, value] : request_.credentials) {
+        set(name, value);
+    }
+    set(contracts::result_token_variable, request_.result_token);
+    return env;
+}
+
+boost::system::result<report_message, supervision_error> supervision::run() {
+    if (auto prepared = prepare(); !prepared) {
+        return prepared.error();
+    }
+    int out_pipe[2] = {-1, -1};
+    int err_pipe[2] = {-1, -1};
+    if ((request_.capture_stdout && ::pipe2(out_pipe, O_CLOEXEC) != 0) || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
+        return supervision_error{"spawn-failed", std::string("pipe: ") + std::strerror(errno)};
+    }
+    // captureStdout:false sends stdout where the original's `>/dev/null` sent it.
+    const int null_fd = request_.capture_stdout ? -1 : ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    const auto self = read_status(::getpid());
+    spawn_plan plan;
+    plan.argv = request_.argv;
+    plan.environment = subject_environment();
+    plan.cwd = request_.cwd;
+    plan.scope_path = request_.scope_path;
+    plan.stdout_fd = request_.capture_stdout ? out_pipe[1] : null_fd;
+    plan.stderr_fd = err_pipe[1];
+    plan.supervisor = ::getpid();
+    plan.supervisor_start = self ? self->start_time : 0;
+    started_at_ = clock_type::now();
+    spawned_ = spawn_subject(plan);
+    // The subject has its own copy now (or never will): ours goes.
+    for (auto& entry : plan.environment) {
+        wipe(entry);
+    }
+    for (auto* vars : {&request_.environment, &request_.credentials}) {
+        for (auto& [name, value] : *vars) {
+            wipe(value);
+        }
+    }
+    close_fd(out_pipe[1]);
+    close_fd(err_pipe[1]);
+    if (null_fd >= 0) {
+        ::close(null_fd);
+    }
+    out_.fd = out_pipe[0];
+    err_.fd = err_pipe[0];
+    if (spawned_.status == spawn_status::fork_failed) {
+        return supervision_error{"spawn-failed", std::string("fork: ") + std::strerror(spawned_.error)};
+    }
+    if (spawned_.status == spawn_status::started && io_.emit) {
+        const auto leader = read_status(spawned_.pid);
+        io_.emit(contracts::started_message{spawned_.pid, spawned_.pid, leader ? leader->start_time : 0});
+    }
+    loop();
+    return report();
+}
+
+void supervision::loop() {
+    while (phase_ != phase::done) {
+        int timeout = -1;
+        if (deadline_) {
+            const auto left =
+                std::chrono::duration_cast<std::chrono::milliseconds>(*deadline_ - clock_type::now()).count();
+            timeout = static_cast<int>(std::max<long long>(0, std::min<long long>(left, 60'000)));
+        }
+        if (phase_ == phase::killing) {
+            timeout = timeout < 0 ? 20 : std::min(timeout, 20); // re-KILL what forked since the last round
+        }
+        pollfd fds[4] = {
+            {io_.signal_fd, POLLIN, 0},
+            {io_.control != nullptr && !io_.control->at_eof() ? io_.control->fd() : -1, POLLIN, 0},
+            {out_.fd, POLLIN, 0},
+            {err_.fd, POLLIN, 0}};
+        const int ready = ::poll(fds, 4, timeout);
+        if (ready < 0 && errno != EINTR) {
+            throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
+        }
+        if ((fds[0].revents & POLLIN) != 0) {
+            on_signals();
+        }
+        if (fds[1].fd >= 0 && fds[1].revents != 0) {
+            on_control();
+        }
+        if (fds[2].fd >= 0 && fds[2].revents != 0) {
+            on_stream(out_, true);
+        }
+        if (fds[3].fd >= 0 && fds[3].revents != 0) {
+            on_stream(err_, false);
+        }
+        on_timer(clock_type::now());
+    }
+}
+
+void supervision::on_signals() {
+    signalfd_siginfo info{};
+    bool child = false;
+    while (::read(io_.signal_fd, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+        if (info.ssi_signo == SIGCHLD) {
+            child = true;
+        } else {
+            settle("signal:" + signal_name(static_cast<int>(info.ssi_signo)));
+        }
+    }
+    if (child) {
+        on_children();
+    }
+}
+
+void supervision::on_control() {
+    if (io_.control->fill() != line_reader::fill_result::data && !io_.control->at_eof()) {
+        io_.control->wipe();
+    }
+    std::string line;
+    while (true) {
+        const auto popped = io_.control->pop(line);
+        if (popped == line_reader::pop_result::none) {
+            break;
+        }
+        if (popped == line_reader::pop_result::oversize) {
+            io_.emit(contracts::error_message{"bad-request", "session line exceeds the size limit"});
+            continue;
+        }
+        auto message = contracts::parse_session_message(line);
+        wipe(line);
+        if (!message) {
+            io_.emit(contracts::error_message{"bad-request", message.error().message()});
+        } else if (const auto* cancel = std::get_if<contracts::cancel_request>(&*message)) {
+            settle(cancel->reason.empty() ? "cancel" : cancel->reason);
+        } else if (std::holds_alternative<contracts::run_request>(*message)) {
+            io_.emit(contracts::error_message{"busy", "a subject is already running in this session"});
+        } else {
+            io_.emit(contracts::error_message{"bad-request", "unexpected message in a running session"});
+        }
+    }
+    if (io_.control->at_eof()) {
+        // The relay is gone (crashed, killed, or its connection dropped): nobody will collect the result,
+        // so nothing may keep running on its behalf. After a normal exit this changes nothing.
+        settle("relay-gone");
+    }
+}
+
+void supervision::on_children() {
+    while (true) {
+        siginfo_t info{};
+        // Peek without reaping: the leader must stay a zombie until we are done signalling its group.
+        if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) {
+            break;
+        }
+        if (info.si_pid != spawned_.pid) {
+            ::waitpid(info.si_pid, nullptr, WNOHANG);
+            continue;
+        }
+        if (!leader_gone_) {
+            leader_exited(info.si_status, info.si_code != CLD_EXITED);
+        }
+        // waitid keeps answering with the zombie leader; other dead children are found through /proc.
+        for (const auto& process : descendants_of(::getpid())) {
+            if (process.ppid == ::getpid() && process.pid != spawned_.pid && process.state == 'Z') {
+                ::waitpid(process.pid, nullptr, WNOHANG);
+            }
+        }
+        break;
+    }
+    if (settling_ && scope_quiet()) {
+        settled_at_ = clock_type::now();
+        start_draining(request_.drain_ms);
+    }
+}
+
+void supervision::leader_exited(int status, bool killed) {
+    leader_gone_ = true;
+    exited_at_ = clock_type::now();
+    exit_code_ = killed ? 128 + status : status;
+    death_signal_ = killed ? status : 0;
+    if (!settling_) {
+        start_draining(request_.drain_ms);
+    }
+}
+
+void supervision::start_draining(std::uint32_t ms) {
+    phase_ = phase::draining;
+    deadline_ = clock_type::now() + std::chrono::milliseconds(ms);
+}
+
+void supervision::on_stream(output_stream& stream, bool is_stdout) {
+    char buffer[65536];
+    ssize_t got = 0;
+    do {
+        got = ::read(stream.fd, buffer, sizeof buffer);
+    } while (got < 0 && errno == EINTR);
+    if (got <= 0) {
+        close_fd(stream.fd);
+        return;
+    }
+    const std::string_view chunk(buffer, static_cast<std::size_t>(got));
+    stream.bytes += chunk.size();
+    stream.digest.update(chunk);
+    if (!stream.artifact_failed && !write_all(stream.artifact, chunk)) {
+        // Keep reading so the subject never blocks on a full pipe; the report still counts every byte.
+        stream.artifact_failed = true;
+        log_line("cannot write " + stream.path + ": " + std::strerror(errno));
+    }
+    if (is_stdout) {
+        carrier_.feed(chunk);
+    }
+}
+
+void supervision::on_timer(clock_type::time_point now) {
+    if (phase_ == phase::draining && (streams_closed() || (deadline_ && now >= *deadline_))) {
+        hand_off_streams();
+        phase_ = phase::done;
+        return;
+    }
+    if (phase_ == phase::terminating && deadline_ && now >= *deadline_) {
+        phase_ = phase::killing;
+        deadline_ = now + std::chrono::milliseconds(request_.kill_grace_ms);
+        signal_scope(SIGKILL);
+        return;
+    }
+    if (phase_ == phase::killing) {
+        if (scope_quiet()) {
+            settled_at_ = now;
+            start_draining(request_.drain_ms);
+        } else if (deadline_ && now >= *deadline_) {
+            quiesced_ = false;
+            settled_at_ = now;
+            log_line("processes of the subject are still alive after the KILL grace");
+            hand_off_streams();
+            phase_ = phase::done;
+        } else {
+            signal_scope(SIGKILL);
+        }
+    }
+}
+
+void supervision::settle(const std::string& reason) {
+    if (settling_ || leader_gone_ || phase_ == phase::done) {
+        return; // already settling, or the subject already ended on its own: left alone
+    }
+    settling_ = true;
+    reason_ = reason;
+    settle_started_ = clock_type::now();
+    phase_ = phase::terminating;
+    deadline_ = settle_started_ + std::chrono::milliseconds(request_.term_grace_ms);
+    signal_scope(SIGTERM);
+    if (request_.term_grace_ms == 0) {
+        on_timer(clock_type::now());
+    }
+}
+
+void supervision::signal_scope(int sig) {
+    // The group first (the leader, alive or a zombie, keeps the pgid ours), then every live descendant:
+    // setsid'd daemons left the group but not our subtree.
+    if (::kill(-spawned_.pid, sig) == 0) {
+        signalled_.insert(spawned_.pid);
+    }
+    for (const auto& process : descendants_of(::getpid())) {
+        if (process.state != 'Z' && process.state != 'X' && signal_exact(process, sig)) {
+            signalled_.insert(process.pid);
+        }
+    }
+}
+
+bool supervision::scope_quiet() const {
+    if (!leader_gone_) {
+        return false;
+    }
+    for (const auto& process : descendants_of(::getpid())) {
+        if (process.state != 'Z' && process.state != 'X') {
+            return false;
+        }
+    }
+    return true;
+}
+
+void supervision::hand_off_streams() {
+    // Background processes may still hold the pipes. Closing them would kill those writers with SIGPIPE,
+    // which is not "left alone"; a detached drainer keeps appending to the artifacts until they close.
+    if (streams_closed()) {
+        return;
+    }
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        // The drainer must not hold the relay's pipes (our stdin, stdout, stderr) or the session never ends.
+        const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+        for (int fd = 0; fd <= 2; ++fd) {
+            ::dup2(null_fd, fd);
+        }
+        ::close(io_.signal_fd);
+        sigset_t none;
+        sigemptyset(&none);
+        ::sigprocmask(SIG_SETMASK, &none, nullptr);
+        char buffer[65536];
+        while (out_.fd >= 0 || err_.fd >= 0) {
+            pollfd fds[2] = {{out_.fd, POLLIN, 0}, {err_.fd, POLLIN, 0}};
+            if (::poll(fds, 2, -1) < 0 && errno != EINTR) {
+                break;
+            }
+            for (int i = 0; i < 2; ++i) {
+                output_stream& s = i == 0 ? out_ : err_;
+                if (s.fd >= 0 && fds[i].revents != 0) {
+                    const ssize_t got = ::read(s.fd, buffer, sizeof buffer);
+                    if (got > 0) {
+                        (void)write_all(s.artifact, {buffer, static_cast<std::size_t>(got)});
+                    } else if (got == 0 || errno != EINTR) {
+                        close_fd(s.fd);
+                    }
+                }
+            }
+        }
+        ::_exit(0);
+    }
+    close_fd(out_.fd);
+    close_fd(err_.fd);
+}
+
+report_message supervision::report() {
+    if (!leader_gone_) {
+        // Only when settling gave up with the leader alive (D state); it cannot be reported as exited.
+        exit_code_ = 128 + SIGKILL;
+        death_signal_ = SIGKILL;
+    }
+    // Reap the leader last: until now its zombie kept the pgid from being reused.
+    ::waitpid(spawned_.pid, nullptr, WNOHANG);
+    if (spawned_.status == spawn_status::started) {
+        ::unlink(request_.scope_path.c_str());
+    }
+    if (spawned_.status == spawn_status::scope_unavailable) {
+        // The carrier the original's wrapper produced in this case: exactly one line, exit 111.
+        carrier_ = contracts::carrier();
+        carrier_.feed(contracts::scope_error_line(request_.result_token));
+        exit_code_ = contracts::scope_unavailable_exit_code;
+        death_signal_ = 0;
+    }
+    carrier_.finish();
+    auto projection = contracts::project(carrier_, request_.result_token, request_.capture_stdout);
+    report_message m;
+    m.settled = settling_;
+    m.exit_code = exit_code_;
+    m.signal = death_signal_ != 0 ? signal_name(death_signal_) : std::string();
+    m.stdout_text = std::move(projection.stdout_text);
+    m.diagnostic = std::move(projection.diagnostic);
+    m.stdout_artifact = {out_.path, out_.bytes, out_.digest.hex()};
+    m.stderr_artifact = {err_.path, err_.bytes, err_.digest.hex()};
+    m.run_ms = ms_between(started_at_, leader_gone_ ? exited_at_ : clock_type::now());
+    if (settling_) {
+        m.settle_ms = ms_between(settle_started_, settled_at_);
+        m.signalled = signalled_.size();
+        m.reason = reason_;
+        m.quiesced = quiesced_;
+    }
+    return m;
+}
+
+} // namespace
+
+void throw_exception_from_error(const supervision_error& e, const boost::source_location&) {
+    throw std::runtime_error(e.code + ": " + e.message);
+}
+
+boost::system::result<contracts::report_message, supervision_error> supervise(contracts::run_request& request,
+                                                                              const supervisor_io& io) {
+    // Secrets live in this process from here on: no core dumps, no ptrace by same-uid processes, no
+    // /proc/<pid>/environ or mem for others.
+    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
+        return supervision_error{"spawn-failed",
+                                 std::string("cannot become a subreaper: ") + std::strerror(errno)};
+    }
+    if (request.scope_path.empty()) {
+        request.scope_path =
+            std::string(contracts::scope_directory) + "/.maka-eval-" + std::to_string(::getpid()) + ".pid";
+    }
+    supervision s(request, io);
+    return s.run();
+}
+
+} // namespace maka_eval::in_container

@@ -1,0 +1,38 @@
+# Shared by scripts/*.sh: install missing Debian packages, configure and build a preset, logging.
+# Sourced, not run. Everything here must work as root on a fresh Debian 12 machine.
+
+MAKA_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export DEBIAN_FRONTEND=noninteractive
+
+say() { printf '\n== %s\n' "$*" >&2; }
+
+# ensure_packages PKG... — installs only what is missing; `apt-get update` only when something is.
+ensure_packages() {
+  local missing=()
+  for pkg in "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  if ((${#missing[@]})); then
+    say "installing: ${missing[*]}"
+    if [ "$(id -u)" != 0 ]; then
+      echo "missing packages (${missing[*]}) and not root: run as root or install them" >&2
+      return 1
+    fi
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+}
+
+# What a build needs. Boost 1.81 comes as versioned packages: never the default 1.74 dev packages
+# (libboost-dev, libboost-all-dev), which conflict with them.
+BUILD_PACKAGES=(g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev libssl-dev doctest-dev python3 file)
+# What the full test command needs on top: clang for the sanitizer and fuzz builds, the linters.
+TEST_PACKAGES=(clang-14 libclang-rt-14-dev clang-format-14 clang-tidy-14)
+
+# build_preset NAME [TARGET...]
+build_preset() {
+  local preset=$1
+  shift
+  cmake --preset "$preset" -S "$MAKA_ROOT" >/dev/null
+  cmake --build --preset "$preset" ${1:+--target "$@"}
+}

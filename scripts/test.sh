@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what is missing, builds, and runs every test.
+# Usage (as root on Debian 12): bash scripts/test.sh        (.ci/run calls exactly this)
+#   1. release build with -Werror; unit, integration (and, once present, e2e) tests through ctest
+#   2. clang ASan+UBSan build; the unit and integration tests again under it
+#   3. each libFuzzer target for a bounded time (MAKA_FUZZ_SECONDS, default 45) from its seed corpus
+#   4. clang-format and clang-tidy (version 14) on every project source
+# Ends with one line: "N passed, N failed" over every test, fuzz target and lint check.
+set -uo pipefail
+source "$(dirname "$0")/lib.sh"
+set -e
+ensure_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}"
+set +e
+
+passed=0
+failed=0
+failures=()
+record() { # record NAME STATUS
+  if [ "$2" = 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); failures+=("$1"); fi
+}
+# ctest_counts LOG — adds the counts from a ctest summary line.
+ctest_counts() {
+  local line total bad
+  line=$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$1" | tail -1)
+  if [ -z "$line" ]; then record "ctest:$1" 1; return; fi
+  bad=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/' <<<"$line")
+  total=$(sed -E 's/.* failed out of ([0-9]+).*/\1/' <<<"$line")
+  passed=$((passed + total - bad))
+  failed=$((failed + bad))
+  ((bad == 0)) || failures+=("$(grep -A1000 'The following tests FAILED' "$1" | tail -n +2)")
+}
+LOGS=$(mktemp -d)
+trap 'rm -rf "$LOGS"' EXIT
+
+say "1/4 release build (-Werror) and tests"
+if build_preset ci >"$LOGS/build-ci.log" 2>&1; then
+  ctest --preset ci -j2 2>&1 | tee "$LOGS/ctest-ci.log" | grep -E '^\s*[0-9]+/[0-9]+ Test|tests passed|FAILED' || true
+  ctest_counts "$LOGS/ctest-ci.log"
+else
+  tail -50 "$LOGS/build-ci.log"
+  record "build ci" 1
+fi
+
+say "2/4 ASan+UBSan build and tests"
+if build_preset sanitize >"$LOGS/build-san.log" 2>&1; then
+  ctest --preset sanitize -j2 2>&1 | tee "$LOGS/ctest-san.log" | grep -E 'tests passed|FAILED' || true
+  ctest_counts "$LOGS/ctest-san.log"
+else
+  tail -50 "$LOGS/build-san.log"
+  record "build sanitize" 1
+fi
+
+say "3/4 fuzz targets, ${MAKA_FUZZ_SECONDS:-45} s each"
+if build_preset fuzz >"$LOGS/build-fuzz.log" 2>&1; then
+  for target in "$MAKA_ROOT"/tests/fuzz/corpus/*/; do
+    name=$(basename "$target")
+    work=$LOGS/corpus-$name
+    mkdir -p "$work"
+    "$MAKA_ROOT/build/fuzz/tests/fuzz/$name" -max_total_time="${MAKA_FUZZ_SECONDS:-45}" -max_len=8192 \
+      -artifact_prefix="$LOGS/" "$work" "$target" >"$LOGS/fuzz-$name.log" 2>&1
+    status=$?
+    echo "$name: $(grep -E '^Done|DONE' "$LOGS/fuzz-$name.log" | tail -1) (exit $status)"
+    ((status == 0)) || tail -30 "$LOGS/fuzz-$name.log"
+    record "fuzz $name" $status
+  done
+else
+  tail -50 "$LOGS/build-fuzz.log"
+  record "build fuzz" 1
+fi
+
+say "4/4 clang-format and clang-tidy"
+mapfile -t sources < <(cd "$MAKA_ROOT" && git ls-files '*.cpp' '*.hpp' 2>/dev/null || find contracts policy in_container relay tests -name '*.[ch]pp')
+(cd "$MAKA_ROOT" && clang-format-14 --dry-run --Werror "${sources[@]}") >"$LOGS/format.log" 2>&1
+status=$?
+((status == 0)) || head -40 "$LOGS/format.log"
+record "clang-format" $status
+mapfile -t tidy_sources < <(printf '%s\n' "${sources[@]}" | grep -E '^(contracts|policy|in_container|relay)/.*\.cpp$' | grep -v json_impl.cpp)
+(cd "$MAKA_ROOT" && clang-tidy-14 -p build/ci --quiet "${tidy_sources[@]}") >"$LOGS/tidy.log" 2>&1
+status=$?
+((status == 0)) || grep -E 'error:|warning:' "$LOGS/tidy.log" | head -40
+record "clang-tidy" $status
+
+if ((failed)); then
+  printf '\nfailed:\n'
+  printf '  %s\n' "${failures[@]}"
+fi
+printf '\ntotal: %d passed, %d failed\n' "$passed" "$failed"
+((failed == 0))
