@@ -122,6 +122,7 @@ class supervision {
     void loop();
     void on_signals();
     void on_control();
+    void process_control(); // the lines already buffered
     void on_children();
     void on_stream(output_stream& stream, bool is_stdout);
     void on_timer(clock_type::time_point now);
@@ -241,6 +242,9 @@ boost::system::result<report_message, supervision_error> supervision::run() {
 }
 
 void supervision::loop() {
+    if (io_.control != nullptr) {
+        process_control(); // lines that arrived together with `run`
+    }
     while (phase_ != phase::done) {
         int timeout = -1;
         if (deadline_) {
@@ -295,6 +299,10 @@ void supervision::on_control() {
     if (io_.control->fill() != line_reader::fill_result::data && !io_.control->at_eof()) {
         io_.control->wipe();
     }
+    process_control();
+}
+
+void supervision::process_control() {
     std::string line;
     while (true) {
         const auto popped = io_.control->pop(line);
@@ -434,13 +442,19 @@ void supervision::settle(const std::string& reason) {
 }
 
 void supervision::signal_scope(int sig) {
-    // The group first (the leader, alive or a zombie, keeps the pgid ours), then every live descendant:
-    // setsid'd daemons left the group but not our subtree.
-    if (::kill(-spawned_.pid, sig) == 0) {
+    // Snapshot first: what the subject starts in response to this signal (a TERM trap writing its last
+    // frame) is not hit by the same round. Then the group (the leader, alive or a zombie, keeps the pgid
+    // ours), then every descendant seen: setsid'd daemons left the group but not our subtree.
+    const auto descendants = descendants_of(::getpid());
+    const bool group_signalled = ::kill(-spawned_.pid, sig) == 0;
+    if (group_signalled) {
         signalled_.insert(spawned_.pid);
     }
-    for (const auto& process : descendants_of(::getpid())) {
-        if (process.state != 'Z' && process.state != 'X' && signal_exact(process, sig)) {
+    for (const auto& process : descendants) {
+        if (process.state == 'Z' || process.state == 'X') {
+            continue;
+        }
+        if (process.pgid == spawned_.pid ? group_signalled : signal_exact(process, sig)) {
             signalled_.insert(process.pid);
         }
     }

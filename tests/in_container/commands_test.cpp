@@ -1,0 +1,146 @@
+// The helper's one-shot subcommands as processes: run --request, cancel --scope, probe, pin-proxy, and the
+// binary's static linking.
+#include "contracts/wire_json.hpp"
+#include "in_container/cli.hpp"
+#include "in_container/fixture.hpp"
+#include "policy/hosts_file.hpp"
+#include "support/process.hpp"
+
+#include <chrono>
+#include <fstream>
+#include <sys/stat.h>
+#include <thread>
+
+#include <doctest/doctest.h>
+
+namespace {
+
+using namespace maka_eval;
+using namespace maka_eval::test;
+
+std::string write_request(const scratch& dir, const contracts::run_request& request, int mode) {
+    const auto path = (dir.path() / "request.json").string();
+    std::ofstream(path) << contracts::serialize(request);
+    ::chmod(path.c_str(), static_cast<mode_t>(mode));
+    return path;
+}
+
+TEST_CASE("run --request supervises, prints one report line and unlinks the request before the start") {
+    scratch dir;
+    auto request = dir.request({"sh", "-c",
+                                "test -e " + (dir.path() / "request.json").string() +
+                                    " && echo present || echo absent; maka-eval-helper frame '{}'"});
+    request.credentials = {{"TOKEN", "secret-value"}};
+    const auto path = write_request(dir, request, 0600);
+    const auto r = run_process({helper_binary, "run", "--request", path});
+    CHECK(r.exit_code == 0);
+    const auto report = contracts::parse_session_message(r.out);
+    REQUIRE(report.has_value());
+    const auto& m = std::get<contracts::report_message>(*report);
+    CHECK(m.stdout_text == "{}");
+    CHECK(read_text(dir.artifact(true)).starts_with("absent\n"));
+    CHECK_FALSE(std::filesystem::exists(path));
+}
+
+TEST_CASE("run --request refuses a file others could read, or one owned by someone else") {
+    scratch dir;
+    const auto path = write_request(dir, dir.request({"true"}), 0644);
+    auto r = run_process({helper_binary, "run", "--request", path});
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("mode 0600") != std::string::npos);
+    CHECK(std::filesystem::exists(path)); // not read, so not consumed
+    if (::geteuid() == 0) {
+        ::chmod(path.c_str(), 0600);
+        REQUIRE(::chown(path.c_str(), 65534, 65534) == 0);
+        r = run_process({helper_binary, "run", "--request", path});
+        CHECK(r.exit_code == 1);
+    }
+    CHECK(run_process({helper_binary, "run", "--request", (dir.path() / "absent").string()}).exit_code == 1);
+    CHECK(run_process({helper_binary, "run"}).exit_code == 2);
+}
+
+TEST_CASE("cancel --scope settles the run of another helper and waits for it") {
+    scratch dir;
+    auto request = dir.request({"sh", "-c", "trap '' TERM; sleep 60"});
+    request.term_grace_ms = 200;
+    const auto path = write_request(dir, request, 0600);
+    child_process run({helper_binary, "run", "--request", path});
+    for (int i = 0; i < 500 && !std::filesystem::exists(dir.scope()); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    REQUIRE(std::filesystem::exists(dir.scope()));
+    const auto cancel = run_process({helper_binary, "cancel", "--scope", dir.scope(), "--grace-ms", "10000"});
+    CHECK(cancel.exit_code == 0);
+    CHECK(cancel.out.find("\"outcome\":\"settled\"") != std::string::npos);
+    const auto line = run.read_line();
+    REQUIRE(line);
+    const auto report = contracts::parse_session_message(*line);
+    REQUIRE(report.has_value());
+    CHECK(std::get<contracts::report_message>(*report).settled);
+    CHECK(std::get<contracts::report_message>(*report).reason == "signal:TERM");
+    CHECK(run.wait() == 0);
+    // Nothing left to cancel now.
+    const auto again = run_process({helper_binary, "cancel", "--scope", dir.scope()});
+    CHECK(again.exit_code == 3);
+    CHECK(again.out.find("not-running") != std::string::npos);
+}
+
+TEST_CASE("probe prints the hello message") {
+    const auto r = run_process({helper_binary, "probe"});
+    CHECK(r.exit_code == 0);
+    const auto message = contracts::parse_session_message(r.out);
+    REQUIRE(message.has_value());
+    const auto& hello = std::get<contracts::hello_message>(*message);
+    char link[256] = {};
+    REQUIRE(::readlink("/proc/self/ns/net", link, sizeof link - 1) > 0);
+    CHECK(hello.net_namespace == link);
+}
+
+TEST_CASE("pin-proxy rewrites the hosts file in place and reports the pin") {
+    scratch dir;
+    const auto hosts = (dir.path() / "hosts").string();
+    const auto ipv4 = (dir.path() / "proxy-ipv4").string();
+    const std::string before = "127.0.0.1 localhost\n10.0.0.1 maka-eval-mitmproxy\n";
+    std::ofstream(hosts) << before;
+    std::ofstream(ipv4) << "172.18.0.2\n";
+    struct stat old_info {};
+    ::stat(hosts.c_str(), &old_info);
+    const auto r = run_process({helper_binary, "pin-proxy", "--host", "maka-eval-mitmproxy", "--ipv4-file",
+                                ipv4, "--hosts-file", hosts});
+    CHECK(r.exit_code == 0);
+    CHECK(r.out ==
+          "{\"kind\":\"pinned\",\"version\":1,\"ip\":\"172.18.0.2\",\"host\":\"maka-eval-mitmproxy\"}\n");
+    CHECK(read_text(hosts) == policy::rewrite_hosts(before, "maka-eval-mitmproxy", "172.18.0.2"));
+    struct stat new_info {};
+    ::stat(hosts.c_str(), &new_info);
+    CHECK(new_info.st_ino == old_info.st_ino); // in place: a bind-mounted /etc/hosts stays attached
+}
+
+TEST_CASE("pin-proxy refuses a bad host before touching anything, and a missing or malformed address") {
+    scratch dir;
+    const auto hosts = (dir.path() / "hosts").string();
+    const auto ipv4 = (dir.path() / "proxy-ipv4").string();
+    std::ofstream(hosts) << "127.0.0.1 localhost\n";
+    std::ofstream(ipv4) << "172.18.0.2\n";
+    auto pin = [&](const std::string& host) {
+        return run_process(
+            {helper_binary, "pin-proxy", "--host", host, "--ipv4-file", ipv4, "--hosts-file", hosts});
+    };
+    const auto bad_host = pin("foo..bar");
+    CHECK(bad_host.exit_code == 1);
+    CHECK(bad_host.err.find("Eval egress proxy host is invalid") != std::string::npos);
+    std::ofstream(ipv4) << "999.1.1.1\n";
+    CHECK(pin("maka-eval-mitmproxy").exit_code == 1);
+    std::filesystem::remove(ipv4);
+    CHECK(pin("maka-eval-mitmproxy").exit_code == 1);
+    CHECK(read_text(hosts) == "127.0.0.1 localhost\n");
+}
+
+TEST_CASE("the helper binary is static") {
+    const auto r = run_process({"/usr/bin/file", "-L", helper_binary});
+    CHECK(r.out.find("statically linked") != std::string::npos);
+    const auto ldd = run_process({"/usr/bin/ldd", helper_binary});
+    CHECK(ldd.exit_code != 0);
+}
+
+} // namespace

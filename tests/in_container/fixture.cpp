@@ -1,0 +1,76 @@
+// Test support for the helper's integration tests (see fixture.hpp).
+#include "in_container/fixture.hpp"
+
+#include "in_container/process_table.hpp"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <doctest/doctest.h>
+
+namespace maka_eval::test {
+
+scratch::scratch() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "maka-helper-test-XXXXXX").string();
+    root_ = ::mkdtemp(pattern.data());
+    std::filesystem::create_directories(root_ / "scope");
+}
+
+scratch::~scratch() {
+    std::error_code ignored;
+    std::filesystem::remove_all(root_, ignored);
+}
+
+std::string scratch::artifact(bool stdout_stream) const {
+    return artifacts() + (stdout_stream ? "/maka-subject.stdout.txt" : "/maka-subject.stderr.txt");
+}
+
+contracts::run_request scratch::request(std::vector<std::string> argv) const {
+    contracts::run_request r;
+    r.argv = std::move(argv);
+    r.result_token = result_token;
+    r.scope_path = scope();
+    r.artifacts_dir = artifacts();
+    const std::string helper_dir = std::filesystem::path(helper_binary).parent_path().string();
+    r.environment = {{"PATH", helper_dir + ":/usr/bin:/bin"}};
+    return r;
+}
+
+std::string read_text(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+bool process_alive(pid_t pid) {
+    const auto status = in_container::read_status(pid);
+    return status && status->state != 'Z' && status->state != 'X';
+}
+
+session::session() : process({helper_binary, "session"}) {
+    const auto line = process.read_line();
+    REQUIRE(line);
+    auto message = contracts::parse_session_message(*line);
+    REQUIRE(message.has_value());
+    REQUIRE(std::holds_alternative<contracts::hello_message>(*message));
+    hello = std::get<contracts::hello_message>(*message);
+}
+
+void session::start(const contracts::run_request& request) {
+    REQUIRE(process.send(contracts::serialize(request)));
+}
+
+std::optional<contracts::session_message> session::next(int timeout_ms) {
+    const auto line = process.read_line(timeout_ms);
+    if (!line) {
+        return std::nullopt;
+    }
+    auto message = contracts::parse_session_message(*line);
+    INFO("line: " << *line);
+    REQUIRE(message.has_value());
+    return *message;
+}
+
+} // namespace maka_eval::test

@@ -1,0 +1,339 @@
+// The supervisor, run as `maka-eval-helper session` against real local processes (no container needed).
+#include "contracts/digest.hpp"
+#include "contracts/result_frame.hpp"
+#include "in_container/fixture.hpp"
+#include "in_container/supervisor.hpp"
+
+#include <chrono>
+#include <csignal>
+#include <fstream>
+#include <thread>
+
+#include <doctest/doctest.h>
+
+namespace {
+
+using namespace maka_eval;
+using namespace maka_eval::test;
+using contracts::category;
+using contracts::report_message;
+
+report_message report_of(const std::optional<contracts::session_message>& message, bool settled) {
+    REQUIRE(message);
+    REQUIRE(std::holds_alternative<report_message>(*message));
+    const auto& report = std::get<report_message>(*message);
+    CHECK(report.settled == settled);
+    return report;
+}
+
+contracts::started_message started_of(const std::optional<contracts::session_message>& message) {
+    REQUIRE(message);
+    REQUIRE(std::holds_alternative<contracts::started_message>(*message));
+    return std::get<contracts::started_message>(*message);
+}
+
+pid_t read_pid(const std::string& path) {
+    for (int i = 0; i < 500; ++i) {
+        const auto text = read_text(path);
+        if (!text.empty() && text.back() == '\n') {
+            return static_cast<pid_t>(std::stol(text));
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    FAIL("no pid in " << path);
+    return 0;
+}
+
+bool gone_soon(pid_t pid) {
+    for (int i = 0; i < 200 && process_alive(pid); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return !process_alive(pid);
+}
+
+TEST_CASE("hello carries the probe: cwd, ids, capability sets, network namespace") {
+    session s;
+    CHECK(s.hello.cwd.starts_with("/"));
+    CHECK(s.hello.capabilities.size() == 5);
+    CHECK(s.hello.net_namespace.starts_with("net:["));
+    CHECK(s.hello.uid == ::getuid());
+}
+
+TEST_CASE("a normal exit passes the frame through, keeps stdout and stderr apart, removes the scope file") {
+    scratch dir;
+    session s;
+    s.start(dir.request(
+        {"sh", "-c", "echo noise; maka-eval-helper frame '{\"ok\":true}'; echo oops >&2; exit 3"}));
+    const auto started = started_of(s.next());
+    CHECK(started.pgid == started.pid);
+    const auto report = report_of(s.next(), false);
+    CHECK(report.exit_code == 3);
+    CHECK(report.signal.empty());
+    CHECK(report.stdout_text == "{\"ok\":true}");
+    CHECK(report.diagnostic == contracts::diagnostic::over(category::unstructured_output, "noise\n"));
+    const std::string out = read_text(dir.artifact(true));
+    CHECK(out.starts_with("noise\nMAKA-EVAL-RESULT-V1 "));
+    CHECK(read_text(dir.artifact(false)) == "oops\n");
+    CHECK(report.stdout_artifact.bytes == out.size());
+    CHECK(report.stdout_artifact.sha256 == contracts::sha256_hex(out));
+    CHECK(report.stderr_artifact.sha256 == contracts::sha256_hex("oops\n"));
+    CHECK_FALSE(std::filesystem::exists(dir.scope()));
+    CHECK((std::filesystem::status(dir.artifacts()).permissions() & std::filesystem::perms::all) ==
+          std::filesystem::perms::owner_all);
+    s.process.close_stdin(); // after a normal exit, EOF changes nothing
+    CHECK(s.process.wait() == 0);
+}
+
+TEST_CASE("C7: when the scope cannot be published the subject never starts") {
+    scratch dir;
+    session s;
+    auto request = dir.request({"sh", "-c", "touch " + (dir.path() / "marker").string()});
+    request.scope_path = (dir.path() / "missing-dir" / "s.pid").string();
+    request.capture_stdout = false;
+    s.start(request);
+    const auto report = report_of(s.next(), false);
+    CHECK(report.exit_code == 111);
+    CHECK(report.diagnostic == contracts::diagnostic::over(category::execution_scope_unavailable,
+                                                           contracts::scope_error_line(result_token)));
+    CHECK_FALSE(std::filesystem::exists(dir.path() / "marker"));
+}
+
+TEST_CASE("a daemon started by a subject that exits normally is left running") {
+    scratch dir;
+    session s;
+    const std::string pidfile = (dir.path() / "daemon.pid").string();
+    s.start(dir.request(
+        {"sh", "-c", "setsid sh -c 'echo $$ > " + pidfile + "; exec sleep 30' >/dev/null 2>&1 & exit 0"}));
+    started_of(s.next());
+    const auto report = report_of(s.next(), false);
+    CHECK(report.exit_code == 0);
+    const pid_t daemon = read_pid(pidfile);
+    CHECK(s.process.wait() == 0);
+    CHECK(process_alive(daemon));
+    ::kill(daemon, SIGKILL);
+}
+
+TEST_CASE("background holders of the pipes delay the report only by the drain time, and keep writing") {
+    scratch dir;
+    session s;
+    auto request = dir.request({"sh", "-c", "(sleep 0.6; echo late) & echo early; exit 0"});
+    request.drain_ms = 100;
+    const auto begun = std::chrono::steady_clock::now();
+    s.start(request);
+    started_of(s.next());
+    const auto report = report_of(s.next(), false);
+    CHECK(std::chrono::steady_clock::now() - begun < std::chrono::milliseconds(500));
+    CHECK(report.stdout_artifact.bytes == 6);
+    CHECK(s.process.wait() == 0); // the session ends although the background writer lives on
+    std::this_thread::sleep_for(std::chrono::milliseconds(900));
+    CHECK(read_text(dir.artifact(true)) == "early\nlate\n");
+}
+
+TEST_CASE("cancel stops a TERM-ignoring subject and its setsid'd grandchild") {
+    scratch dir;
+    session s;
+    const std::string pidfile = (dir.path() / "grandchild.pid").string();
+    auto request = dir.request(
+        {"sh", "-c",
+         "trap '' TERM; setsid sh -c 'trap \"\" TERM; echo $$ > " + pidfile + "; exec sleep 60' & sleep 60"});
+    request.term_grace_ms = 200;
+    request.kill_grace_ms = 5000;
+    s.start(request);
+    const auto started = started_of(s.next());
+    const pid_t grandchild = read_pid(pidfile);
+    s.process.send(contracts::serialize(contracts::cancel_request{"framework-timeout"}));
+    const auto report = report_of(s.next(), true);
+    CHECK(report.reason == "framework-timeout");
+    CHECK(report.quiesced);
+    CHECK(report.exit_code == 128 + SIGKILL);
+    CHECK(report.signal == "KILL");
+    CHECK(report.settle_ms >= 200);
+    CHECK(report.settle_ms < 1500);
+    CHECK(report.signalled >= 3);
+    CHECK(report.diagnostic.kind == category::result_frame_missing);
+    CHECK(s.process.wait() == 0);
+    CHECK(gone_soon(grandchild));
+    CHECK(gone_soon(static_cast<pid_t>(started.pid)));
+    CHECK_FALSE(std::filesystem::exists(dir.scope()));
+}
+
+TEST_CASE("a TERM-respecting subject settles at once and a frame printed while stopping passes through") {
+    scratch dir;
+    session s;
+    s.start(dir.request({"sh", "-c",
+                         "trap 'maka-eval-helper frame \"{\\\"stopped\\\":1}\"; exit 0' TERM; "
+                         "while :; do sleep 0.05; done"}));
+    started_of(s.next());
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    s.process.send(contracts::serialize(contracts::cancel_request{"cancel"}));
+    const auto report = report_of(s.next(), true);
+    CHECK(report.exit_code == 0);
+    CHECK(report.stdout_text == "{\"stopped\":1}");
+    CHECK(report.settle_ms < 1000);
+}
+
+TEST_CASE("stdin EOF while the subject runs settles it (the relay is gone)") {
+    scratch dir;
+    session s;
+    s.start(dir.request({"sleep", "60"}));
+    const auto started = started_of(s.next());
+    s.process.close_stdin();
+    const auto report = report_of(s.next(), true);
+    CHECK(report.reason == "relay-gone");
+    CHECK(report.exit_code == 128 + SIGTERM);
+    CHECK(report.signal == "TERM");
+    CHECK(s.process.wait() == 0);
+    CHECK(gone_soon(static_cast<pid_t>(started.pid)));
+}
+
+TEST_CASE("SIGTERM to the helper settles the subject") {
+    scratch dir;
+    session s;
+    s.start(dir.request({"sleep", "60"}));
+    started_of(s.next());
+    ::kill(s.process.pid(), SIGTERM);
+    const auto report = report_of(s.next(), true);
+    CHECK(report.reason == "signal:TERM");
+}
+
+TEST_CASE("a death by signal is 128+n and named") {
+    scratch dir;
+    session s;
+    s.start(dir.request({"sh", "-c", "kill -USR1 $$"}));
+    started_of(s.next());
+    const auto report = report_of(s.next(), false);
+    CHECK(report.exit_code == 128 + SIGUSR1);
+    CHECK(report.signal == "USR1");
+}
+
+TEST_CASE("exec failures follow sh: 127 not found, 126 not executable") {
+    scratch dir;
+    {
+        session s;
+        auto request = dir.request({"definitely-not-a-command"});
+        s.start(request);
+        const auto report = report_of(s.next(), false);
+        CHECK(report.exit_code == 127);
+        CHECK(read_text(dir.artifact(false)).find("not found") != std::string::npos);
+    }
+    {
+        const auto file = dir.path() / "not-executable";
+        std::ofstream(file) << "echo hi\n";
+        session s;
+        s.start(dir.request({file.string()}));
+        const auto report = report_of(s.next(), false);
+        CHECK(report.exit_code == 126);
+    }
+}
+
+TEST_CASE("the command is looked up on the subject's own PATH, and a script without #! runs under sh") {
+    scratch dir;
+    const auto bin = dir.path() / "bin";
+    std::filesystem::create_directories(bin);
+    std::ofstream(bin / "mytool") << "echo from-mytool \"$1\"\n";
+    std::filesystem::permissions(bin / "mytool", std::filesystem::perms::owner_all);
+    session s;
+    auto request = dir.request({"mytool", "arg"});
+    request.environment = {{"PATH", bin.string() + ":/usr/bin:/bin"}};
+    s.start(request);
+    started_of(s.next());
+    CHECK(report_of(s.next(), false).exit_code == 0);
+    CHECK(read_text(dir.artifact(true)) == "from-mytool arg\n");
+}
+
+TEST_CASE("captureStdout false discards stdout as the original's >/dev/null did") {
+    scratch dir;
+    session s;
+    auto request = dir.request({"sh", "-c", "maka-eval-helper frame '{}'; echo err >&2"});
+    request.capture_stdout = false;
+    s.start(request);
+    started_of(s.next());
+    const auto report = report_of(s.next(), false);
+    CHECK(report.diagnostic == contracts::diagnostic::none());
+    CHECK(report.stdout_text.empty());
+    CHECK(read_text(dir.artifact(true)).empty());
+    CHECK(read_text(dir.artifact(false)) == "err\n");
+}
+
+TEST_CASE("the subject's stdin is /dev/null, never the control pipe") {
+    scratch dir;
+    session s;
+    s.start(dir.request({"sh", "-c", "cat; readlink /proc/self/fd/0"}));
+    s.process.send("this must not reach the subject\n");
+    // The helper reads that line itself and answers it with an error, before or after the report.
+    bool error_seen = false;
+    bool report_seen = false;
+    while (!(error_seen && report_seen)) {
+        const auto message = s.next();
+        REQUIRE(message);
+        error_seen = error_seen || std::holds_alternative<contracts::error_message>(*message);
+        report_seen = report_seen || std::holds_alternative<report_message>(*message);
+    }
+    CHECK(read_text(dir.artifact(true)) == "/dev/null\n");
+}
+
+TEST_CASE("bad lines get a clear error and the session goes on") {
+    scratch dir;
+    session s;
+    auto error_of = [&](const std::string& line) {
+        s.process.send(line);
+        const auto message = s.next();
+        REQUIRE(message);
+        REQUIRE(std::holds_alternative<contracts::error_message>(*message));
+        return std::get<contracts::error_message>(*message);
+    };
+    CHECK(error_of("not json\n").message == "session line is not a JSON object: message line is not JSON");
+    CHECK(error_of("{\"kind\":\"launch\",\"version\":1}\n").message ==
+          "unknown session message kind: launch");
+    CHECK(error_of("{\"kind\":\"run\",\"version\":7}\n").message ==
+          "session protocol version mismatch: version");
+    CHECK(error_of(std::string(5 << 20, 'x') + "\n").message == "session line exceeds the size limit");
+    CHECK(error_of(contracts::serialize(contracts::cancel_request{"x"})).code == "idle");
+    s.start(dir.request({"true"}));
+    started_of(s.next());
+    CHECK(report_of(s.next(), false).exit_code == 0);
+}
+
+TEST_CASE("output of 1 GiB streams to the artifact with flat memory") {
+    scratch dir;
+    session s;
+    s.start(dir.request({"head", "-c", "1073741824", "/dev/zero"}));
+    started_of(s.next());
+    const auto report = report_of(s.next(), false);
+    CHECK(report.stdout_artifact.bytes == 1073741824ULL);
+    CHECK(std::filesystem::file_size(dir.artifact(true)) == 1073741824ULL);
+    CHECK(report.diagnostic.kind == category::result_frame_oversize);
+    CHECK(report.diagnostic.bytes == 1073741824ULL);
+    std::filesystem::remove(dir.artifact(true));
+    s.process.close_stdin();
+    CHECK(s.process.wait(60000) == 0);
+    MESSAGE("helper peak RSS with 1 GiB of output: " << s.process.peak_rss_kib() << " KiB");
+    CHECK(s.process.peak_rss_kib() < 16 * 1024);
+}
+
+TEST_CASE("secrets appear in no argv and in no file after the subject starts") {
+    scratch dir;
+    const std::string canary = "canary-secret-" + std::to_string(::getpid());
+    session s;
+    auto request = dir.request({"sleep", "2"});
+    request.credentials = {{"API_KEY", canary}};
+    s.start(request);
+    const auto started = started_of(s.next());
+    // The subject has it in its environment, as intended; nobody has it on a command line.
+    CHECK(read_text("/proc/" + std::to_string(started.pid) + "/environ").find(canary) != std::string::npos);
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+        const auto cmdline = read_text((entry.path() / "cmdline").string());
+        CHECK(cmdline.find(canary) == std::string::npos);
+    }
+    for (const auto& file : std::filesystem::recursive_directory_iterator(dir.path())) {
+        if (file.is_regular_file()) {
+            CHECK(read_text(file.path().string()).find(canary) == std::string::npos);
+        }
+    }
+    // The helper itself is not dumpable: its memory and environment are closed to same-uid readers.
+    CHECK(read_text("/proc/" + std::to_string(s.process.pid()) + "/status").find("canary") ==
+          std::string::npos);
+    report_of(s.next(), false);
+}
+
+} // namespace

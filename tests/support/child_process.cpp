@@ -1,0 +1,154 @@
+// Test support: line-driven child processes (see child_process.hpp).
+#include "support/child_process.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace maka_eval::test {
+
+child_process::child_process(const std::vector<std::string>& argv,
+                             const std::optional<std::vector<std::string>>& env) {
+    ::signal(SIGPIPE, SIG_IGN);
+    int in[2];
+    int out[2];
+    int err[2];
+    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
+        return;
+    }
+    std::vector<char*> args;
+    for (const auto& a : argv) {
+        args.push_back(const_cast<char*>(a.c_str()));
+    }
+    args.push_back(nullptr);
+    std::vector<char*> envp;
+    if (env) {
+        for (const auto& e : *env) {
+            envp.push_back(const_cast<char*>(e.c_str()));
+        }
+        envp.push_back(nullptr);
+    }
+    pid_ = ::fork();
+    if (pid_ == 0) {
+        ::dup2(in[0], 0);
+        ::dup2(out[1], 1);
+        ::dup2(err[1], 2);
+        ::execve(args[0], args.data(), env ? envp.data() : environ);
+        ::_exit(127);
+    }
+    ::close(in[0]);
+    ::close(out[1]);
+    ::close(err[1]);
+    in_ = in[1];
+    out_ = out[0];
+    errfd_ = err[0];
+}
+
+child_process::~child_process() {
+    if (pid_ > 0 && status_ < 0) {
+        ::kill(pid_, SIGKILL);
+        (void)wait(5000);
+    }
+    for (int fd : {in_, out_, errfd_}) {
+        if (fd >= 0) {
+            ::close(fd);
+        }
+    }
+}
+
+bool child_process::send(const std::string& text) {
+    std::size_t done = 0;
+    while (done < text.size()) {
+        const ssize_t n = ::write(in_, text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return false;
+        }
+        done += static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+void child_process::close_stdin() {
+    if (in_ >= 0) {
+        ::close(in_);
+        in_ = -1;
+    }
+}
+
+void child_process::pump(int timeout_ms) {
+    pollfd fds[2] = {{out_, POLLIN, 0}, {errfd_, POLLIN, 0}};
+    if (::poll(fds, 2, timeout_ms) <= 0) {
+        return;
+    }
+    char chunk[65536];
+    for (int i = 0; i < 2; ++i) {
+        if (fds[i].fd >= 0 && fds[i].revents != 0) {
+            const ssize_t n = ::read(fds[i].fd, chunk, sizeof chunk);
+            if (n > 0) {
+                (i == 0 ? buffer_ : err_).append(chunk, static_cast<std::size_t>(n));
+            } else if (n == 0) {
+                ::close(fds[i].fd);
+                (i == 0 ? out_ : errfd_) = -1;
+            }
+        }
+    }
+}
+
+std::optional<std::string> child_process::read_line(int timeout_ms) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (true) {
+        const auto newline = buffer_.find('\n');
+        if (newline != std::string::npos) {
+            std::string line = buffer_.substr(0, newline);
+            buffer_.erase(0, newline + 1);
+            return line;
+        }
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())
+                .count();
+        if (out_ < 0 || left <= 0) {
+            return std::nullopt;
+        }
+        pump(static_cast<int>(left));
+    }
+}
+
+int child_process::wait(int timeout_ms) {
+    if (status_ >= 0 || pid_ <= 0) {
+        return status_;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    int status = 0;
+    rusage usage{};
+    while (true) {
+        const pid_t done = ::wait4(pid_, &status, WNOHANG, &usage);
+        if (done == pid_) {
+            break;
+        }
+        if (std::chrono::steady_clock::now() >= deadline) {
+            ::kill(pid_, SIGKILL);
+            ::wait4(pid_, &status, 0, &usage);
+            status_ = -1;
+            return -1;
+        }
+        pump(10);
+    }
+    while (out_ >= 0 || errfd_ >= 0) {
+        pump(100);
+    }
+    peak_rss_kib_ = usage.ru_maxrss;
+    status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return status_;
+}
+
+} // namespace maka_eval::test
