@@ -16,7 +16,7 @@ EVP_MD_CTX* as_context(void* context) {
 std::string to_hex(const unsigned char* data, unsigned size) {
     static constexpr char digits[] = "0123456789abcdef";
     std::string out;
-    out.reserve(size * 2U);
+    out.reserve(std::size_t{size} * 2U);
     for (unsigned i = 0; i < size; ++i) {
         out.push_back(digits[data[i] >> 4U]);
         out.push_back(digits[data[i] & 0x0FU]);

@@ -14,12 +14,12 @@ inline constexpr std::string_view scope_error_prefix = "MAKA-EVAL-SCOPE-ERROR-V1
 inline constexpr std::string_view result_token_variable = "MAKA_EVAL_RESULT_TOKEN";
 
 // A frame's payload stays below PIPE_BUF on the producer side; the carrier bound keeps the projection cheap.
-inline constexpr std::size_t payload_limit_bytes = 2 * 1024;
-inline constexpr std::size_t carrier_limit_bytes = 64 * 1024;
+inline constexpr std::size_t payload_limit_bytes = std::size_t{2} * 1024;
+inline constexpr std::size_t carrier_limit_bytes = std::size_t{64} * 1024;
 
 // The original's asyncio reader gives up on a control line over 64 KiB. We accept up to 1 MiB so that an
 // `execute` with a large environment still arrives, and refuse anything longer with a clear error.
-inline constexpr std::size_t control_line_limit_bytes = 1024 * 1024;
+inline constexpr std::size_t control_line_limit_bytes = std::size_t{1024} * 1024;
 
 // The scope exit code of the original wrapper when the scope file could not be published.
 inline constexpr int scope_unavailable_exit_code = 111;

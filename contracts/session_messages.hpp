@@ -24,7 +24,7 @@ namespace maka_eval::contracts {
 
 inline constexpr std::int64_t session_protocol_version = 1;
 // The `run` request carries the subject's environment; 4 MiB bounds it generously.
-inline constexpr std::size_t session_line_limit_bytes = 4 * 1024 * 1024;
+inline constexpr std::size_t session_line_limit_bytes = std::size_t{4} * 1024 * 1024;
 
 enum class session_error {
     bad_line = 1,     // too long, not UTF-8, not a JSON object

@@ -35,7 +35,6 @@ int frame_command(std::span<const std::string_view> args) {
     } else {
         payload = std::string(args[0]);
     }
-    // NOLINTNEXTLINE(concurrency-mt-unsafe): the helper is single-threaded.
     const char* token = std::getenv(std::string(contracts::result_token_variable).c_str());
     if (token == nullptr || !contracts::is_result_token(token)) {
         log_line("frame: MAKA_EVAL_RESULT_TOKEN is not set to a 32-hex result token");

@@ -1,6 +1,8 @@
 // Bounded line reading (see line_reader.hpp).
 #include "in_container/line_reader.hpp"
 
+#include "contracts/secret.hpp"
+
 #include <cerrno>
 #include <cstring>
 #include <unistd.h>
@@ -62,8 +64,7 @@ line_reader::pop_result line_reader::pop(std::string& line) {
 }
 
 void line_reader::wipe() noexcept {
-    std::memset(buffer_.data(), 0, buffer_.size());
-    buffer_.clear();
+    contracts::wipe(buffer_);
 }
 
 } // namespace maka_eval::in_container

@@ -4,6 +4,7 @@
 // anything else is refused, because it holds the subject's credentials. It is unlinked as soon as it has
 // been read — before the subject starts — and the final report is printed as one JSON line. SIGTERM
 // (e.g. from `maka-eval-helper cancel`) settles the subject.
+#include "contracts/secret.hpp"
 #include "in_container/cli.hpp"
 #include "in_container/io.hpp"
 #include "in_container/signals.hpp"
@@ -59,8 +60,9 @@ int run_command(std::span<const std::string_view> args) {
     while (!text->empty() && (text->back() == '\n' || text->back() == '\r')) {
         text->pop_back();
     }
-    auto message = contracts::parse_session_message(*text);
-    std::memset(text->data(), 0, text->size());
+    std::string& body = *text;
+    auto message = contracts::parse_session_message(body);
+    contracts::wipe(body);
     if (!message || !std::holds_alternative<contracts::run_request>(*message)) {
         return refuse(message ? std::string("the request is not a run message") : message.error().message());
     }

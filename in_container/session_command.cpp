@@ -3,6 +3,7 @@
 // Sends `hello` at once, waits for one `run`, supervises it (`started`, then `exited` or `settled`) and
 // exits. stdout carries protocol lines only; logs go to stderr. A malformed line gets an `error` and the
 // session goes on. stdin EOF before `run` ends the session quietly; during the run it settles the subject.
+#include "contracts/secret.hpp"
 #include "in_container/cli.hpp"
 #include "in_container/io.hpp"
 #include "in_container/line_reader.hpp"
@@ -57,7 +58,7 @@ std::optional<contracts::run_request> await_run(line_reader& control, int signal
                 continue;
             }
             auto message = contracts::parse_session_message(line);
-            std::memset(line.data(), 0, line.size());
+            contracts::wipe(line);
             if (!message) {
                 emit(contracts::error_message{"bad-request", message.error().message()});
             } else if (auto* run = std::get_if<contracts::run_request>(&*message)) {

@@ -16,7 +16,7 @@ int take_signals() {
     if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0) {
         return -1;
     }
-    ::signal(SIGPIPE, SIG_IGN);
+    (void)::signal(SIGPIPE, SIG_IGN);
     return ::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 

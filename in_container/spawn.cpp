@@ -28,9 +28,9 @@ namespace {
     // Nothing the supervisor blocked or ignored may reach the subject.
     sigset_t none;
     sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    (void)::sigprocmask(SIG_SETMASK, &none, nullptr);
     for (int sig = 1; sig < NSIG; ++sig) {
-        ::signal(sig, SIG_DFL);
+        (void)::signal(sig, SIG_DFL); // fails harmlessly for SIGKILL and SIGSTOP
     }
     ::setsid();
     if (::dup2(null_fd, STDIN_FILENO) < 0 || ::dup2(plan.stdout_fd, STDOUT_FILENO) < 0 ||

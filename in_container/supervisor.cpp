@@ -3,6 +3,7 @@
 
 #include "contracts/limits.hpp"
 #include "contracts/result_frame.hpp"
+#include "contracts/secret.hpp"
 #include "in_container/io.hpp"
 #include "in_container/process_table.hpp"
 #include "in_container/spawn.hpp"
@@ -39,11 +40,6 @@ std::uint64_t ms_between(clock_type::time_point a, clock_type::time_point b) {
 std::string signal_name(int sig) {
     const char* abbrev = ::sigabbrev_np(sig);
     return abbrev != nullptr ? abbrev : std::to_string(sig);
-}
-
-void wipe(std::string& secret) {
-    std::memset(secret.data(), 0, secret.size());
-    secret.clear();
 }
 
 // mkdir -p with mode 0700 on what it creates, then chmod 0700 on the leaf, as the original does.
@@ -216,11 +212,11 @@ boost::system::result<report_message, supervision_error> supervision::run() {
     spawned_ = spawn_subject(plan);
     // The subject has its own copy now (or never will): ours goes.
     for (auto& entry : plan.environment) {
-        wipe(entry);
+        contracts::wipe(entry);
     }
     for (auto* vars : {&request_.environment, &request_.credentials}) {
         for (auto& [name, value] : *vars) {
-            wipe(value);
+            contracts::wipe(value);
         }
     }
     close_fd(out_pipe[1]);
@@ -314,7 +310,7 @@ void supervision::process_control() {
             continue;
         }
         auto message = contracts::parse_session_message(line);
-        wipe(line);
+        contracts::wipe(line);
         if (!message) {
             io_.emit(contracts::error_message{"bad-request", message.error().message()});
         } else if (const auto* cancel = std::get_if<contracts::cancel_request>(&*message)) {

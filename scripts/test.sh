@@ -75,7 +75,7 @@ status=$?
 ((status == 0)) || head -40 "$LOGS/format.log"
 record "clang-format" $status
 mapfile -t tidy_sources < <(printf '%s\n' "${sources[@]}" | grep -E '^(contracts|policy|in_container|relay)/.*\.cpp$' | grep -v json_impl.cpp)
-(cd "$MAKA_ROOT" && clang-tidy-14 -p build/ci --quiet "${tidy_sources[@]}") >"$LOGS/tidy.log" 2>&1
+(cd "$MAKA_ROOT" && printf '%s\n' "${tidy_sources[@]}" | xargs -P2 -n4 clang-tidy-14 -p build/ci --quiet) >"$LOGS/tidy.log" 2>&1
 status=$?
 ((status == 0)) || grep -E 'error:|warning:' "$LOGS/tidy.log" | head -40
 record "clang-tidy" $status

@@ -1,0 +1,78 @@
+// How the relay reaches the environment the subject runs in.
+//
+// One interface for every backend: an interactive helper session (stdin/stdout, with stdin's EOF as the
+// helper's dead-man switch), a helper subcommand as root (pin-proxy), the policy sidecar's network
+// namespace, paths inside the environment, and destroy as the last resort. `local` runs the helper as a
+// child of the relay on this host; `docker` and `bridge` implement the same calls through the Engine API
+// and the trial runner's environment object.
+#pragma once
+
+#include "relay/options.hpp"
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/system/result.hpp>
+
+namespace maka_eval::relay {
+
+namespace asio = boost::asio;
+
+// A failure described for a person, e.g. "cannot start maka-eval-helper: No such file or directory".
+struct backend_error {
+    // Explicit, so boost::system::result<std::string, backend_error> can tell a value from an error.
+    backend_error() = default;
+    explicit backend_error(std::string text) : message(std::move(text)) {}
+    std::string message;
+};
+
+struct exec_output {
+    int exit_code = -1;
+    std::string out;
+    std::string err;
+};
+
+class helper_session {
+  public:
+    virtual ~helper_session() = default;
+    // Writes one line (ending in "\n"); false when the helper's stdin is gone.
+    virtual asio::awaitable<bool> send(std::string line) = 0;
+    // The next stdout line, without "\n"; nullopt at EOF, on error, or past the session line limit.
+    virtual asio::awaitable<std::optional<std::string>> receive() = 0;
+    // EOF on the helper's stdin: it settles a running subject and exits.
+    virtual void close_input() = 0;
+    // Ends the helper at once (destroy path).
+    virtual void kill() = 0;
+};
+
+class backend {
+  public:
+    virtual ~backend() = default;
+    [[nodiscard]] virtual std::string describe() const = 0;
+    virtual asio::awaitable<boost::system::result<std::unique_ptr<helper_session>, backend_error>>
+    open_session() = 0;
+    virtual asio::awaitable<boost::system::result<exec_output, backend_error>>
+    run_helper_as_root(std::vector<std::string> args) = 0;
+    // `readlink /proc/self/ns/net` as seen by the service that applies the egress policy.
+    virtual asio::awaitable<boost::system::result<std::string, backend_error>>
+    policy_namespace(std::string sidecar) = 0;
+    // Last resort when settling failed: stop everything of this trial (local: the helper and the subject's
+    // process group; docker: kill and remove the container). Bounded by `budget`.
+    virtual asio::awaitable<void> destroy(std::optional<int> subject_pgid,
+                                          std::chrono::milliseconds budget) = 0;
+    [[nodiscard]] virtual std::string scope_path(const std::string& name) const = 0;
+    [[nodiscard]] virtual std::string artifacts_dir() const = 0;
+};
+
+[[nodiscard]] boost::system::result<std::unique_ptr<backend>, backend_error>
+make_backend(const common_options& options, asio::any_io_executor executor);
+
+// maka-eval-helper for this host: --helper, else beside this binary, else in the build tree, else on PATH.
+[[nodiscard]] boost::system::result<std::string, backend_error> locate_helper(const std::string& configured);
+
+} // namespace maka_eval::relay

@@ -1,0 +1,178 @@
+// maka-eval-relay's commands (see cli.hpp). Each builds one io_context, runs the trial on this thread and
+// turns its outcome into an exit code; exceptions stop here.
+#include "relay/cli.hpp"
+
+#include "contracts/secret.hpp"
+#include "contracts/wire_json.hpp"
+#include "relay/exit_codes.hpp"
+#include "relay/loopback_orchestrator.hpp"
+#include "relay/trial.hpp"
+
+#include <csignal>
+#include <iostream>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+
+#ifndef MAKA_EVAL_VERSION
+#define MAKA_EVAL_VERSION "0.0.0"
+#endif
+
+namespace maka_eval::relay {
+namespace {
+
+std::string_view exit_name(int code) {
+    switch (code) {
+    case exit_success:
+        return "success";
+    case exit_usage:
+        return "usage";
+    case exit_transport_lost:
+        return "transport-lost";
+    case exit_refused:
+        return "refused";
+    case exit_environment:
+        return "environment";
+    case exit_cancelled:
+        return "cancelled";
+    case exit_host_teardown:
+        return "host-teardown";
+    default:
+        return "internal-error";
+    }
+}
+
+int usage_failure(const std::string& message) {
+    std::cerr << "maka-eval-relay: " << message << "\n(see maka-eval-relay --help)\n";
+    return exit_usage;
+}
+
+// Runs the trial (and, for `run`, the loopback orchestrator beside it) to the end.
+int drive(boost::asio::io_context& context, const trial_config& config, backend& env, phase_log& log) {
+    int code = exit_internal;
+    boost::asio::co_spawn(context, run_trial(config, env, log),
+                          [&](const std::exception_ptr& error, trial_outcome outcome) {
+                              if (error) {
+                                  try {
+                                      std::rethrow_exception(error);
+                                  } catch (const std::exception& e) {
+                                      log.error(std::string("internal error: ") + e.what());
+                                  }
+                                  return;
+                              }
+                              code = outcome.exit_code;
+                              if (code == exit_cancelled || code == exit_host_teardown) {
+                                  log.phase("cancelled", {{"reason", outcome.message}});
+                              } else if (!outcome.message.empty()) {
+                                  log.error(outcome.message);
+                              }
+                          });
+    context.run();
+    return code;
+}
+
+} // namespace
+
+int connect_command(std::span<const std::string_view> args) {
+    auto options = parse_connect(args);
+    if (!options) {
+        return usage_failure(options.error().message);
+    }
+    boost::asio::io_context context;
+    auto env = make_backend(options->common, context.get_executor());
+    if (!env) {
+        std::cerr << "maka-eval-relay: " << env.error().message << "\n";
+        return exit_environment;
+    }
+    phase_log log(options->common.log, options->common.quiet);
+    const trial_config config{options->host, options->port, options->token, options->instruction,
+                              options->common};
+    const int code = drive(context, config, **env, log);
+    contracts::wipe(options->token);
+    return code;
+}
+
+int run_command(std::span<const std::string_view> args) {
+    auto options = parse_run(args);
+    if (!options) {
+        return usage_failure(options.error().message);
+    }
+    boost::asio::io_context context;
+    auto env = make_backend(options->common, context.get_executor());
+    if (!env) {
+        std::cerr << "maka-eval-relay: " << env.error().message << "\n";
+        return exit_environment;
+    }
+    orchestrator_script script;
+    script.request.argv = options->argv;
+    script.request.environment = options->environment;
+    script.request.credentials = options->credentials;
+    script.request.result_token = random_hex(16);
+    script.request.capture_stdout = options->capture_stdout;
+    const std::string token = random_hex(24);
+    loopback_orchestrator orchestrator(context.get_executor(), token, script);
+    transcript seen;
+    boost::asio::co_spawn(context, orchestrator.serve(), [&](const std::exception_ptr& error, transcript t) {
+        if (!error) {
+            seen = std::move(t);
+        }
+    });
+    phase_log log(options->common.log, options->common.quiet || options->json);
+    const trial_config config{"127.0.0.1", orchestrator.port(), token, options->instruction, options->common};
+    const int code = drive(context, config, **env, log);
+    const std::string artifacts = (*env)->artifacts_dir();
+    if (options->json) {
+        boost::json::object out;
+        out["ready"] = seen.ready ? boost::json::value(*seen.ready) : nullptr;
+        out["executed"] = seen.executed ? boost::json::value(*seen.executed) : nullptr;
+        out["exit"] = code;
+        out["outcome"] = exit_name(code);
+        out["artifacts"] = artifacts;
+        if (!seen.failure.empty()) {
+            out["orchestrator"] = seen.failure;
+        }
+        std::cout << contracts::to_wire(out) << "\n";
+        return code;
+    }
+    if (seen.ready) {
+        std::cout << "ready       cwd " << seen.ready->at("cwd").as_string().c_str() << "\n";
+    }
+    if (seen.executed) {
+        const auto& e = *seen.executed;
+        std::cout << "executed    " << e.at("termination").as_string().c_str() << ", exit code "
+                  << e.at("exitCode").as_int64() << "\n"
+                  << "stdout      " << contracts::to_wire(e.at("stdout")) << "\n"
+                  << "diagnostic  " << contracts::to_wire(e.at("diagnostic")) << "\n";
+    } else {
+        std::cout << "executed    (none" << (seen.failure.empty() ? "" : ": " + seen.failure) << ")\n";
+    }
+    std::cout << "artifacts   " << artifacts << "\n"
+              << "relay exit  " << code << " (" << exit_name(code) << ")\n";
+    return code;
+}
+
+int run_cli(std::span<const std::string_view> args) {
+    // A vanished helper or peer must be an error code on write, never a death by SIGPIPE.
+    (void)::signal(SIGPIPE, SIG_IGN);
+    if (args.empty()) {
+        std::cerr << usage_text();
+        return exit_usage;
+    }
+    if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+        std::cout << usage_text();
+        return exit_success;
+    }
+    if (args[0] == "--version") {
+        std::cout << "maka-eval-relay " << MAKA_EVAL_VERSION << "\n";
+        return exit_success;
+    }
+    if (args[0] == "connect") {
+        return connect_command(args.subspan(1));
+    }
+    if (args[0] == "run") {
+        return run_command(args.subspan(1));
+    }
+    return usage_failure("unknown command '" + std::string(args[0]) + "'");
+}
+
+} // namespace maka_eval::relay

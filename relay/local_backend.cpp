@@ -1,0 +1,227 @@
+// The local backend (see local_backend.hpp).
+// clang-format off
+// Boost.Process with std::filesystem needs these two first (1.81), before anything else pulls it in.
+#include <boost/optional.hpp>
+#include <boost/type_traits.hpp>
+// clang-format on
+
+#include "relay/local_backend.hpp"
+
+#include "contracts/secret.hpp"
+#include "contracts/session_messages.hpp"
+
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <unistd.h>
+
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/readable_pipe.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/writable_pipe.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/process/v2/environment.hpp>
+#include <boost/process/v2/process.hpp>
+#include <boost/process/v2/stdio.hpp>
+
+extern char** environ;
+
+namespace maka_eval::relay {
+namespace {
+
+namespace bp = boost::process::v2;
+using asio::use_awaitable;
+
+// What the relay knows and the subject must not: its token and its own settings.
+bool relay_private(std::string_view entry) {
+    for (const std::string_view name :
+         {"MAKA_EVAL_RELAY_TOKEN=", "MAKA_EVAL_EGRESS_REQUIRED=", "MAKA_EVAL_EGRESS_ALLOWED_HOST=",
+          "MAKA_EVAL_NETWORK_POLICY_PATH=", "MAKA_EVAL_HELPER="}) {
+        if (entry.starts_with(name)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+std::vector<std::string> helper_environment() {
+    std::vector<std::string> env;
+    for (char** entry = environ; *entry != nullptr; ++entry) {
+        if (!relay_private(*entry)) {
+            env.emplace_back(*entry);
+        }
+    }
+    return env;
+}
+
+class local_session final : public helper_session {
+  public:
+    local_session(const asio::any_io_executor& executor, const std::string& helper)
+        : stdin_(executor), stdout_(executor),
+          process_(executor, helper, {"session"}, bp::process_stdio{stdin_, stdout_, {}},
+                   bp::process_environment(helper_environment())) {}
+
+    ~local_session() override {
+        boost::system::error_code ignored;
+        stdin_.close(ignored);
+        stdout_.close(ignored);
+        if (process_.running(ignored)) {
+            process_.terminate(ignored);
+        }
+        process_.wait(ignored);
+    }
+    local_session(const local_session&) = delete;
+    local_session& operator=(const local_session&) = delete;
+
+    asio::awaitable<bool> send(std::string line) override {
+        boost::system::error_code ec;
+        co_await asio::async_write(stdin_, asio::buffer(line), asio::redirect_error(use_awaitable, ec));
+        contracts::wipe(line); // it may be the `run` request with credentials
+        co_return !ec;
+    }
+
+    asio::awaitable<std::optional<std::string>> receive() override {
+        boost::system::error_code ec;
+        const std::size_t size = co_await asio::async_read_until(
+            stdout_, asio::dynamic_buffer(buffer_, contracts::session_line_limit_bytes), '\n',
+            asio::redirect_error(use_awaitable, ec));
+        if (ec) {
+            co_return std::nullopt;
+        }
+        std::string line = buffer_.substr(0, size - 1);
+        buffer_.erase(0, size);
+        co_return line;
+    }
+
+    void close_input() override {
+        boost::system::error_code ignored;
+        stdin_.close(ignored);
+    }
+
+    void kill() override {
+        boost::system::error_code ignored;
+        ::kill(process_.id(), SIGKILL);
+        stdin_.close(ignored);
+    }
+
+  private:
+    asio::writable_pipe stdin_;
+    asio::readable_pipe stdout_;
+    bp::process process_;
+    std::string buffer_;
+};
+
+class local_backend final : public backend {
+  public:
+    local_backend(asio::any_io_executor executor, std::string helper, std::filesystem::path work)
+        : executor_(std::move(executor)), helper_(std::move(helper)), work_(std::move(work)) {}
+
+    std::string describe() const override { return "local (" + work_.string() + ")"; }
+
+    asio::awaitable<boost::system::result<std::unique_ptr<helper_session>, backend_error>>
+    open_session() override {
+        try {
+            co_return std::make_unique<local_session>(executor_, helper_);
+        } catch (const std::exception& error) {
+            co_return backend_error{"cannot start " + helper_ + ": " + error.what()};
+        }
+    }
+
+    asio::awaitable<boost::system::result<exec_output, backend_error>>
+    run_helper_as_root(std::vector<std::string>) override {
+        co_return backend_error{
+            "the local backend cannot pin the egress proxy (it would edit this host's /etc/hosts)"};
+    }
+
+    asio::awaitable<boost::system::result<std::string, backend_error>>
+    policy_namespace(std::string) override {
+        co_return backend_error{
+            "the local backend has no egress policy sidecar: egress isolation cannot be checked"};
+    }
+
+    asio::awaitable<void> destroy(std::optional<int> subject_pgid, std::chrono::milliseconds) override {
+        // The helper is killed by its session; what it supervised is the subject's group.
+        if (subject_pgid && *subject_pgid > 1) {
+            ::kill(-*subject_pgid, SIGKILL);
+        }
+        co_return;
+    }
+
+    std::string scope_path(const std::string& name) const override {
+        return (work_ / "agent" / (".maka-eval-" + name + ".pid")).string();
+    }
+    std::string artifacts_dir() const override { return (work_ / "artifacts").string(); }
+
+  private:
+    asio::any_io_executor executor_;
+    std::string helper_;
+    std::filesystem::path work_;
+};
+
+} // namespace
+
+boost::system::result<std::unique_ptr<backend>, backend_error>
+make_local_backend(const common_options& options, asio::any_io_executor executor) {
+    auto helper = locate_helper(options.helper_path);
+    if (!helper) {
+        return helper.error();
+    }
+    std::filesystem::path work = options.work_dir;
+    std::error_code ec;
+    if (work.empty()) {
+        std::string pattern = (std::filesystem::temp_directory_path(ec) / "maka-eval-relay-XXXXXX").string();
+        if (::mkdtemp(pattern.data()) == nullptr) {
+            return backend_error{"cannot create a work directory under " +
+                                 std::filesystem::temp_directory_path(ec).string()};
+        }
+        work = pattern;
+    }
+    std::filesystem::create_directories(work / "agent", ec);
+    if (ec) {
+        return backend_error{"cannot create " + (work / "agent").string() + ": " + ec.message()};
+    }
+    std::filesystem::permissions(work / "agent", std::filesystem::perms::owner_all, ec);
+    return std::unique_ptr<backend>(
+        std::make_unique<local_backend>(std::move(executor), std::move(*helper), work));
+}
+
+boost::system::result<std::string, backend_error> locate_helper(const std::string& configured) {
+    namespace fs = std::filesystem;
+    using helper_path = boost::system::result<std::string, backend_error>;
+    if (!configured.empty()) {
+        if (::access(configured.c_str(), X_OK) != 0) {
+            return backend_error{"--helper " + configured + " is not an executable file"};
+        }
+        return helper_path(boost::system::in_place_value, configured);
+    }
+    if (const auto env = process_env("MAKA_EVAL_HELPER"); env && ::access(env->c_str(), X_OK) == 0) {
+        return helper_path(boost::system::in_place_value, *env);
+    }
+    std::error_code ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    for (const fs::path& candidate :
+         {self.parent_path() / "maka-eval-helper",
+          self.parent_path().parent_path() / "in_container" / "maka-eval-helper"}) {
+        if (!ec && ::access(candidate.c_str(), X_OK) == 0) {
+            return helper_path(boost::system::in_place_value, candidate.string());
+        }
+    }
+    const auto found = bp::environment::find_executable("maka-eval-helper");
+    if (!found.empty()) {
+        return helper_path(boost::system::in_place_value, found.string());
+    }
+    return backend_error{"maka-eval-helper was not found: pass --helper PATH or set MAKA_EVAL_HELPER"};
+}
+
+boost::system::result<std::unique_ptr<backend>, backend_error> make_backend(const common_options& options,
+                                                                            asio::any_io_executor executor) {
+    if (options.env_spec == "local") {
+        return make_local_backend(options, std::move(executor));
+    }
+    return backend_error{"the " + options.env_spec.substr(0, options.env_spec.find(':')) +
+                         " backend is not available in this build yet"};
+}
+
+} // namespace maka_eval::relay

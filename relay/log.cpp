@@ -1,0 +1,41 @@
+// The phase log (see log.hpp).
+#include "relay/log.hpp"
+
+#include "contracts/wire_json.hpp"
+
+#include <unistd.h>
+
+namespace maka_eval::relay {
+
+void phase_log::emit(std::string_view name, std::string_view level, std::initializer_list<field> fields) {
+    const auto now = std::chrono::steady_clock::now();
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - last_).count();
+    last_ = now;
+    std::string line;
+    if (format_ == log_format::json) {
+        boost::json::object o{{"level", level}, {"phase", name}, {"ms", ms}};
+        for (const auto& [key, value] : fields) {
+            o[key] = value;
+        }
+        line = contracts::to_wire(o);
+    } else {
+        line = "maka-eval-relay: " + std::string(name) + " (" + std::to_string(ms) + " ms)";
+        for (const auto& [key, value] : fields) {
+            line += " " + std::string(key) + "=" + value;
+        }
+    }
+    line.push_back('\n');
+    (void)::write(STDERR_FILENO, line.data(), line.size());
+}
+
+void phase_log::phase(std::string_view name, std::initializer_list<field> fields) {
+    if (!quiet_) {
+        emit(name, "info", fields);
+    }
+}
+
+void phase_log::error(std::string_view message) {
+    emit("error", "error", {{"message", std::string(message)}});
+}
+
+} // namespace maka_eval::relay

@@ -1,0 +1,206 @@
+// The loopback orchestrator (see loopback_orchestrator.hpp).
+#include "relay/loopback_orchestrator.hpp"
+
+#include "contracts/limits.hpp"
+#include "contracts/wire_json.hpp"
+
+#include <stdexcept>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <openssl/rand.h>
+
+namespace maka_eval::relay {
+namespace {
+
+namespace asio = boost::asio;
+using asio::as_tuple;
+using asio::use_awaitable;
+using asio::ip::tcp;
+using namespace asio::experimental::awaitable_operators;
+
+constexpr std::chrono::seconds step_timeout(600);
+
+struct line_result {
+    std::optional<std::string> line; // nullopt: EOF, error or timeout
+};
+
+asio::awaitable<line_result> read_line(tcp::socket& socket, std::string& buffer,
+                                       std::chrono::milliseconds timeout) {
+    asio::steady_timer timer(co_await asio::this_coro::executor, timeout);
+    auto r = co_await (asio::async_read_until(socket, asio::dynamic_buffer(buffer, 16U << 20U), '\n',
+                                              as_tuple(use_awaitable)) ||
+                       timer.async_wait(as_tuple(use_awaitable)));
+    if (r.index() != 0) {
+        co_return line_result{};
+    }
+    auto [ec, size] = std::get<0>(r);
+    if (ec) {
+        co_return line_result{};
+    }
+    std::string line = buffer.substr(0, size - 1);
+    buffer.erase(0, size);
+    co_return line_result{std::move(line)};
+}
+
+asio::awaitable<void> pause(std::uint32_t ms) {
+    asio::steady_timer timer(co_await asio::this_coro::executor, std::chrono::milliseconds(ms));
+    co_await timer.async_wait(as_tuple(use_awaitable));
+}
+
+} // namespace
+
+std::optional<misbehaviour> misbehaviour_from(std::string_view name) {
+    static const std::pair<std::string_view, misbehaviour> names[] = {
+        {"none", misbehaviour::none},
+        {"wrong-token", misbehaviour::wrong_token},
+        {"wrong-kind", misbehaviour::wrong_kind},
+        {"garbage", misbehaviour::garbage},
+        {"huge-line", misbehaviour::huge_line},
+        {"close-after-accept", misbehaviour::close_after_accept},
+        {"close-after-ready", misbehaviour::close_after_ready},
+        {"close-during-run", misbehaviour::close_during_run},
+        {"control-during-run", misbehaviour::control_during_run},
+        {"close-after-executed", misbehaviour::close_after_executed},
+        {"bad-decision", misbehaviour::bad_decision},
+    };
+    for (const auto& [text, value] : names) {
+        if (text == name) {
+            return value;
+        }
+    }
+    return std::nullopt;
+}
+
+std::string random_hex(std::size_t bytes) {
+    std::string raw(bytes, '\0');
+    if (RAND_bytes(reinterpret_cast<unsigned char*>(raw.data()), static_cast<int>(bytes)) != 1) {
+        throw std::runtime_error("OpenSSL's random generator failed");
+    }
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string out;
+    for (const char c : raw) {
+        const auto byte = static_cast<unsigned char>(c);
+        out.push_back(digits[byte >> 4U]);
+        out.push_back(digits[byte & 0xFU]);
+    }
+    return out;
+}
+
+loopback_orchestrator::loopback_orchestrator(const asio::any_io_executor& executor, std::string token,
+                                             orchestrator_script script)
+    : acceptor_(executor, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)), token_(std::move(token)),
+      script_(std::move(script)) {}
+
+std::uint16_t loopback_orchestrator::port() const {
+    return acceptor_.local_endpoint().port();
+}
+
+asio::awaitable<transcript> loopback_orchestrator::serve() {
+    transcript t;
+    tcp::socket socket(co_await asio::this_coro::executor);
+    asio::steady_timer accept_timer(co_await asio::this_coro::executor, step_timeout);
+    auto accepted = co_await (acceptor_.async_accept(socket, as_tuple(use_awaitable)) ||
+                              accept_timer.async_wait(as_tuple(use_awaitable)));
+    boost::system::error_code ignored;
+    acceptor_.close(ignored); // one connection, as the orchestrator's stopServer()
+    if (accepted.index() != 0 || std::get<0>(std::get<0>(accepted))) {
+        t.failure = "no connection";
+        co_return t;
+    }
+    auto send = [&socket](std::string line) -> asio::awaitable<bool> {
+        auto [ec, n] = co_await asio::async_write(socket, asio::buffer(line), as_tuple(use_awaitable));
+        co_return !ec;
+    };
+    const auto act = script_.act;
+    if (act == misbehaviour::close_after_accept) {
+        socket.close(ignored);
+        t.failure = "closed after accept";
+        co_return t;
+    }
+    std::string buffer;
+    auto ready = co_await read_line(socket, buffer, step_timeout);
+    if (!ready.line) {
+        t.failure = "invalid-ready";
+        co_return t;
+    }
+    t.received.push_back(*ready.line);
+    auto ready_object = contracts::parse_object(*ready.line, 16U << 20U);
+    if (!ready_object || !contracts::check_ready(*ready_object, token_)) {
+        t.failure = "invalid-ready";
+        co_return t;
+    }
+    t.ready = *ready_object;
+    if (act == misbehaviour::close_after_ready) {
+        socket.close(ignored);
+        t.failure = "closed after ready";
+        co_return t;
+    }
+    if (script_.hold) {
+        co_await read_line(socket, buffer, step_timeout); // until the relay goes away
+        t.failure = "held";
+        co_return t;
+    }
+    std::string execute = contracts::serialize_execute(
+        act == misbehaviour::wrong_token ? "not-the-token" : token_, script_.request);
+    if (script_.raw_execute) {
+        auto raw = contracts::parse_object(*script_.raw_execute, 16U << 20U);
+        if (raw) {
+            (*raw)["token"] = token_;
+            (*raw)["kind"] = "execute";
+            execute = contracts::to_wire(*raw) + "\n";
+        }
+    }
+    if (act == misbehaviour::wrong_kind) {
+        execute = contracts::serialize_verify(token_);
+    } else if (act == misbehaviour::garbage) {
+        execute = "this is not json\n";
+    } else if (act == misbehaviour::huge_line) {
+        execute = std::string(10U << 20U, 'x') + "\n";
+    }
+    co_await send(std::move(execute));
+    if (act == misbehaviour::close_during_run || act == misbehaviour::control_during_run) {
+        co_await pause(script_.during_run_delay_ms);
+        if (act == misbehaviour::close_during_run) {
+            socket.close(ignored);
+            t.failure = "closed during run";
+            co_return t;
+        }
+        std::string early = contracts::serialize_verify(token_); // named: GCC 12 co_await temporaries bug
+        co_await send(std::move(early));
+    }
+    auto executed = co_await read_line(socket, buffer, step_timeout);
+    if (!executed.line) {
+        t.failure = "relay result was unavailable";
+        co_return t;
+    }
+    t.received.push_back(*executed.line);
+    auto executed_object = contracts::parse_object(*executed.line, 16U << 20U);
+    if (!executed_object || !contracts::check_executed(*executed_object, token_)) {
+        t.failure = "relay returned an invalid execution result";
+        co_return t;
+    }
+    t.executed = *executed_object;
+    if (act == misbehaviour::close_after_executed) {
+        socket.close(ignored);
+        co_return t;
+    }
+    co_await pause(script_.verify_delay_ms);
+    std::string decision =
+        act == misbehaviour::bad_decision
+            ? "{\"token\":" + contracts::to_wire(boost::json::string(token_)) + ",\"kind\":\"execute\"}\n"
+            : contracts::serialize_verify(token_);
+    const bool sent = co_await send(std::move(decision));
+    t.verify_sent = sent && act != misbehaviour::bad_decision;
+    // socket.end(): the write is followed by a half-close; then wait for the relay to close.
+    socket.shutdown(tcp::socket::shutdown_send, ignored);
+    co_await read_line(socket, buffer, std::chrono::seconds(30));
+    co_return t;
+}
+
+} // namespace maka_eval::relay

@@ -1,0 +1,284 @@
+// Command-line and environment parsing (see options.hpp).
+#include "relay/options.hpp"
+
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace maka_eval::relay {
+namespace {
+
+constexpr std::string_view usage = R"(usage:
+  maka-eval-relay connect --host HOST --port PORT [OPTIONS]
+      the production mode: connect to the orchestrator, run one trial, report it.
+      relay token: environment MAKA_EVAL_RELAY_TOKEN, or --token-file FILE (0600); never on the command line
+      --instruction TEXT | --instruction-file FILE   the task instruction sent in `ready`
+  maka-eval-relay run [OPTIONS] [-e NAME=VALUE]... [--credential NAME]... [--no-capture] [--json] -- CMD [ARG...]
+      manual debugging: one trial against an in-process loopback orchestrator (real TCP, same code path)
+      --credential NAME takes the value from this process's environment
+  maka-eval-relay --version | --help
+
+options (both modes):
+  --env local|docker:CONTAINER|bridge   where the subject runs (default local: this host, no container)
+  --teardown-timeout-ms N   budget to stop a cancelled subject before destroying the environment (110000)
+  --term-grace-ms N         TERM before KILL when settling (20000)
+  --kill-grace-ms N         KILL before giving up when settling (10000)
+  --helper PATH             maka-eval-helper to use (default: beside this binary, or on PATH)
+  --work-dir DIR            local backend: where the scope file and artifacts go (default: a new temp dir)
+  --policy-sidecar NAME     egress: the service holding the network policy (harbor-docker-egress-control-sidecar)
+  --log-format text|json    one line per phase on stderr (text)
+  --quiet                   no phase log
+environment:
+  MAKA_EVAL_RELAY_TOKEN, MAKA_EVAL_EGRESS_REQUIRED (=1 to check egress isolation), MAKA_EVAL_EGRESS_ALLOWED_HOST
+)";
+
+bool parse_u32(std::string_view text, std::uint32_t& out) {
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+    return ec == std::errc() && ptr == text.data() + text.size();
+}
+
+bool is_variable_name(std::string_view name) {
+    auto alpha = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
+    if (name.empty() || !alpha(name.front())) {
+        return false;
+    }
+    for (const char c : name) {
+        if (!alpha(c) && !(c >= '0' && c <= '9')) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// Parses an option shared by both modes at args[i]; returns false when args[i] is not one.
+boost::system::result<bool, usage_error> common_option(std::span<const std::string_view> args, std::size_t& i,
+                                                       common_options& out) {
+    const auto name = args[i];
+    auto value = [&]() -> std::optional<std::string_view> {
+        if (i + 1 >= args.size()) {
+            return std::nullopt;
+        }
+        return args[++i];
+    };
+    auto missing = [&] { return usage_error{std::string(name) + " needs a value"}; };
+    if (name == "--env") {
+        const auto v = value();
+        if (!v) {
+            return missing();
+        }
+        if (*v != "local" && *v != "bridge" && !(v->starts_with("docker:") && v->size() > 7)) {
+            return usage_error{"--env takes local, docker:CONTAINER or bridge"};
+        }
+        out.env_spec = *v;
+    } else if (name == "--teardown-timeout-ms") {
+        const auto v = value();
+        if (!v) {
+            return missing();
+        }
+        const auto parsed = parse_teardown_timeout(*v);
+        if (!parsed) {
+            return usage_error{"Maka Eval teardown timeout is invalid"};
+        }
+        out.teardown_timeout_ms = *parsed;
+    } else if (name == "--term-grace-ms" || name == "--kill-grace-ms") {
+        const auto v = value();
+        std::uint32_t ms = 0;
+        if (!v || !parse_u32(*v, ms)) {
+            return usage_error{std::string(name) + " takes a number of milliseconds"};
+        }
+        (name == "--term-grace-ms" ? out.term_grace_ms : out.kill_grace_ms) = ms;
+    } else if (name == "--helper" || name == "--work-dir" || name == "--policy-sidecar") {
+        const auto v = value();
+        if (!v || v->empty()) {
+            return missing();
+        }
+        (name == "--helper"     ? out.helper_path
+         : name == "--work-dir" ? out.work_dir
+                                : out.policy_sidecar) = *v;
+    } else if (name == "--log-format") {
+        const auto v = value();
+        if (!v || (*v != "text" && *v != "json")) {
+            return usage_error{"--log-format takes text or json"};
+        }
+        out.log = *v == "json" ? log_format::json : log_format::text;
+    } else if (name == "--quiet") {
+        out.quiet = true;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+void egress_from(env_lookup env, common_options& out) {
+    out.egress_required = env("MAKA_EVAL_EGRESS_REQUIRED").value_or("") == "1";
+    out.egress_host = env("MAKA_EVAL_EGRESS_ALLOWED_HOST");
+}
+
+} // namespace
+
+void throw_exception_from_error(const usage_error& e, const boost::source_location&) {
+    throw std::invalid_argument(e.message);
+}
+
+std::optional<std::string> process_env(const char* name) {
+    const char* value = std::getenv(name);
+    return value != nullptr ? std::optional<std::string>(value) : std::nullopt;
+}
+
+std::string_view usage_text() {
+    return usage;
+}
+
+std::optional<std::int64_t> parse_teardown_timeout(std::string_view text) {
+    std::int64_t value = 0;
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || ptr != text.data() + text.size() || value <= 0) {
+        return std::nullopt;
+    }
+    return value;
+}
+
+boost::system::result<std::string, usage_error> read_secret_file(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        return usage_error{path + ": " + std::strerror(errno)};
+    }
+    struct stat info {};
+    if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) || info.st_uid != ::geteuid() ||
+        (info.st_mode & 077) != 0) {
+        ::close(fd);
+        return usage_error{path + " must be a regular file owned by this user with mode 0600"};
+    }
+    std::string text;
+    char buffer[4096];
+    ssize_t got = 0;
+    while ((got = ::read(fd, buffer, sizeof buffer)) > 0 && text.size() < 65536) {
+        text.append(buffer, static_cast<std::size_t>(got));
+    }
+    ::close(fd);
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) {
+        text.pop_back();
+    }
+    return boost::system::result<std::string, usage_error>(boost::system::in_place_value, std::move(text));
+}
+
+boost::system::result<connect_options, usage_error> parse_connect(std::span<const std::string_view> args,
+                                                                  env_lookup env) {
+    connect_options out;
+    std::string token_file;
+    std::optional<std::string> instruction_file;
+    bool port_seen = false;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        auto common = common_option(args, i, out.common);
+        if (!common) {
+            return common.error();
+        }
+        if (*common) {
+            continue;
+        }
+        const auto name = args[i];
+        const bool has_value = i + 1 < args.size();
+        if (name == "--host" && has_value) {
+            out.host = args[++i];
+        } else if (name == "--port" && has_value) {
+            std::uint32_t port = 0;
+            if (!parse_u32(args[++i], port) || port == 0 || port > 65535) {
+                return usage_error{"--port takes a TCP port"};
+            }
+            out.port = static_cast<std::uint16_t>(port);
+            port_seen = true;
+        } else if (name == "--token-file" && has_value) {
+            token_file = args[++i];
+        } else if (name == "--instruction" && has_value) {
+            out.instruction = args[++i];
+        } else if (name == "--instruction-file" && has_value) {
+            instruction_file = std::string(args[++i]);
+        } else if (name == "--token" || name.starts_with("--token=")) {
+            return usage_error{"the relay token is never taken from the command line: set "
+                               "MAKA_EVAL_RELAY_TOKEN or use --token-file"};
+        } else {
+            return usage_error{"unknown or incomplete option " + std::string(name)};
+        }
+    }
+    if (out.host.empty() || !port_seen) {
+        return usage_error{"connect needs --host and --port"};
+    }
+    if (!token_file.empty()) {
+        auto token = read_secret_file(token_file);
+        if (!token) {
+            return token.error();
+        }
+        out.token = std::move(*token);
+    } else {
+        out.token = env("MAKA_EVAL_RELAY_TOKEN").value_or("");
+    }
+    if (out.token.empty()) {
+        return usage_error{"no relay token: set MAKA_EVAL_RELAY_TOKEN or use --token-file"};
+    }
+    if (instruction_file) {
+        std::ifstream in(*instruction_file, std::ios::binary);
+        if (!in) {
+            return usage_error{*instruction_file + ": cannot be read"};
+        }
+        std::ostringstream text;
+        text << in.rdbuf();
+        out.instruction = text.str();
+    }
+    egress_from(env, out.common);
+    return out;
+}
+
+boost::system::result<run_options, usage_error> parse_run(std::span<const std::string_view> args,
+                                                          env_lookup env) {
+    run_options out;
+    std::size_t i = 0;
+    for (; i < args.size() && args[i] != "--"; ++i) {
+        auto common = common_option(args, i, out.common);
+        if (!common) {
+            return common.error();
+        }
+        if (*common) {
+            continue;
+        }
+        const auto name = args[i];
+        const bool has_value = i + 1 < args.size();
+        if (name == "--json") {
+            out.json = true;
+        } else if (name == "--no-capture") {
+            out.capture_stdout = false;
+        } else if ((name == "-e" || name == "--env-var") && has_value) {
+            const auto pair = args[++i];
+            const auto eq = pair.find('=');
+            if (eq == std::string_view::npos || !is_variable_name(pair.substr(0, eq))) {
+                return usage_error{"-e takes NAME=VALUE with NAME a variable name"};
+            }
+            out.environment.emplace_back(pair.substr(0, eq), pair.substr(eq + 1));
+        } else if (name == "--credential" && has_value) {
+            const std::string credential(args[++i]);
+            const auto value = env(credential.c_str());
+            if (!is_variable_name(credential) || !value) {
+                return usage_error{"--credential " + credential + ": no such variable in this environment"};
+            }
+            out.credentials.emplace_back(credential, *value);
+        } else if (name == "--instruction" && has_value) {
+            out.instruction = args[++i];
+        } else {
+            return usage_error{"unknown or incomplete option " + std::string(name)};
+        }
+    }
+    if (i + 1 >= args.size()) {
+        return usage_error{"run needs a command after --"};
+    }
+    out.argv.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+    egress_from(env, out.common);
+    return out;
+}
+
+} // namespace maka_eval::relay

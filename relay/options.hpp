@@ -1,0 +1,81 @@
+// The relay's command line and environment: `connect` (production) and `run` (manual debugging).
+//
+// Secrets never come from argv: the relay token comes from MAKA_EVAL_RELAY_TOKEN or a 0600 --token-file,
+// `run --credential NAME` takes the value from the relay's own environment. Egress settings come from
+// MAKA_EVAL_EGRESS_REQUIRED and MAKA_EVAL_EGRESS_ALLOWED_HOST, as for the original.
+#pragma once
+
+#include "contracts/orchestrator_messages.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/system/result.hpp>
+
+namespace maka_eval::relay {
+
+enum class log_format { text, json };
+
+struct common_options {
+    std::string env_spec = "local"; // local | docker:CONTAINER | bridge
+    std::string helper_path;        // empty: next to the relay binary, then the build tree, then PATH
+    std::string work_dir;           // local backend: where scope and artifacts go (empty: a new temp dir)
+    std::uint32_t term_grace_ms = 20000;
+    std::uint32_t kill_grace_ms = 10000;
+    std::int64_t teardown_timeout_ms = 110000;
+    log_format log = log_format::text;
+    bool quiet = false;
+    bool egress_required = false;           // MAKA_EVAL_EGRESS_REQUIRED == "1"
+    std::optional<std::string> egress_host; // MAKA_EVAL_EGRESS_ALLOWED_HOST
+    std::string policy_sidecar = "harbor-docker-egress-control-sidecar";
+};
+
+struct connect_options {
+    common_options common;
+    std::string host;
+    std::uint16_t port = 0;
+    std::string token; // from the environment or --token-file
+    std::string instruction;
+};
+
+struct run_options {
+    common_options common;
+    bool json = false;
+    bool capture_stdout = true;
+    contracts::variables environment;
+    contracts::variables credentials;
+    std::vector<std::string> argv;
+    std::string instruction = "manual run";
+};
+
+// A usage error with the message to print.
+struct usage_error {
+    // Explicit, so boost::system::result<std::string, usage_error> can tell a value from an error.
+    usage_error() = default;
+    explicit usage_error(std::string text) : message(std::move(text)) {}
+    std::string message;
+};
+[[noreturn]] void throw_exception_from_error(const usage_error& e, const boost::source_location& location);
+
+// `getenv` is passed in so tests control the environment.
+using env_lookup = std::optional<std::string> (*)(const char* name);
+[[nodiscard]] std::optional<std::string> process_env(const char* name);
+
+[[nodiscard]] boost::system::result<connect_options, usage_error>
+parse_connect(std::span<const std::string_view> args, env_lookup env = &process_env);
+[[nodiscard]] boost::system::result<run_options, usage_error>
+parse_run(std::span<const std::string_view> args, env_lookup env = &process_env);
+
+// The original's rule: a positive integer, else "Maka Eval teardown timeout is invalid".
+[[nodiscard]] std::optional<std::int64_t> parse_teardown_timeout(std::string_view text);
+
+// Reads a secret file: a regular file owned by us and not accessible to group or others.
+[[nodiscard]] boost::system::result<std::string, usage_error> read_secret_file(const std::string& path);
+
+[[nodiscard]] std::string_view usage_text();
+
+} // namespace maka_eval::relay

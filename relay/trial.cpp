@@ -1,0 +1,567 @@
+// The trial state machine (see trial.hpp). Every source of events — orchestrator lines, helper messages,
+// signals — is read by its own coroutine into one channel; the trial takes events from it one at a time,
+// with a timer wherever a wait has a bound. One thread, no locks.
+#include "relay/trial.hpp"
+
+#include "contracts/digest.hpp"
+#include "contracts/limits.hpp"
+#include "contracts/orchestrator_messages.hpp"
+#include "contracts/secret.hpp"
+#include "contracts/session_messages.hpp"
+#include "contracts/wire_json.hpp"
+#include "policy/egress_gate.hpp"
+#include "relay/exit_codes.hpp"
+
+#include <csignal>
+#include <memory>
+#include <optional>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/experimental/channel.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
+namespace maka_eval::relay {
+namespace {
+
+using asio::as_tuple;
+using asio::use_awaitable;
+using asio::ip::tcp;
+using namespace asio::experimental::awaitable_operators;
+using clock_type = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+struct event {
+    enum class kind {
+        orchestrator_line,
+        orchestrator_closed,
+        orchestrator_bad,
+        helper_message,
+        helper_closed,
+        signal
+    };
+    kind what = kind::orchestrator_closed;
+    std::string text; // the orchestrator's line, or what was wrong
+    contracts::session_message message;
+    int signal = 0;
+};
+
+using event_channel = asio::experimental::channel<void(boost::system::error_code, event)>;
+
+constexpr auto connect_timeout = milliseconds(30'000);
+constexpr auto hello_timeout = milliseconds(120'000);
+constexpr auto write_timeout = milliseconds(30'000);
+// After `executed` on the cancellation path the original closed within about a second (its cleanup exec);
+// closing sooner could make the orchestrator's `verify` meet a closed socket.
+constexpr auto linger_after_cancel = milliseconds(1'000);
+
+class trial : public std::enable_shared_from_this<trial> {
+  public:
+    trial(const trial_config& config, backend& env, phase_log& log, const asio::any_io_executor& executor)
+        : config_(config), env_(env), log_(log), executor_(executor), events_(executor, 256),
+          socket_(executor), signals_(executor, SIGTERM, SIGINT) {}
+
+    asio::awaitable<trial_outcome> run();
+
+  private:
+    asio::awaitable<void> read_orchestrator();
+    asio::awaitable<void> read_helper();
+    asio::awaitable<void> watch_signals();
+    void post(event e) {
+        if (events_.is_open() && !events_.try_send(boost::system::error_code{}, std::move(e))) {
+            log_.error("event queue overflow");
+        }
+    }
+    // Starts a reader; a failure it throws is reported, never silently dropped.
+    void spawn(asio::awaitable<void> reader) {
+        asio::co_spawn(executor_, std::move(reader),
+                       [self = shared_from_this()](const std::exception_ptr& error) {
+                           if (!error) {
+                               return;
+                           }
+                           try {
+                               std::rethrow_exception(error);
+                           } catch (const std::exception& e) {
+                               self->log_.error(std::string("reader failed: ") + e.what());
+                           }
+                       });
+    }
+    asio::awaitable<std::optional<event>> next(std::optional<clock_type::time_point> deadline);
+    asio::awaitable<bool> send_orchestrator(std::string line);
+    asio::awaitable<trial_outcome> prepare_and_run();
+    asio::awaitable<trial_outcome> gate(const contracts::hello_message& hello);
+    asio::awaitable<trial_outcome> supervise(const contracts::execute_request& request);
+    asio::awaitable<std::optional<contracts::report_message>> settle(const std::string& reason);
+    asio::awaitable<trial_outcome> cancelled(const contracts::execute_request& request, int signal);
+    asio::awaitable<trial_outcome> await_decision();
+    void finish();
+
+    static trial_outcome outcome(int code, std::string message = {}) { return {code, std::move(message)}; }
+    trial_outcome cancelled_before_start(int signal) {
+        return outcome(signal == SIGINT ? exit_host_teardown : exit_cancelled,
+                       signal == SIGINT ? "host teardown before the subject started"
+                                        : "cancelled before the subject started");
+    }
+
+    const trial_config& config_;
+    backend& env_;
+    phase_log& log_;
+    asio::any_io_executor executor_;
+    event_channel events_;
+    tcp::socket socket_;
+    asio::signal_set signals_;
+    std::unique_ptr<helper_session> session_;
+    std::optional<int> pgid_;
+    bool host_teardown_ = false;
+    bool executed_sent_ = false;
+};
+
+asio::awaitable<void> trial::watch_signals() {
+    auto self = shared_from_this();
+    while (true) {
+        auto [ec, sig] = co_await signals_.async_wait(as_tuple(use_awaitable));
+        if (ec) {
+            co_return;
+        }
+        post({event::kind::signal, {}, {}, sig});
+    }
+}
+
+asio::awaitable<void> trial::read_orchestrator() {
+    auto self = shared_from_this();
+    std::string buffer;
+    while (true) {
+        auto [ec, size] = co_await asio::async_read_until(
+            socket_, asio::dynamic_buffer(buffer, contracts::control_line_limit_bytes), '\n',
+            as_tuple(use_awaitable));
+        if (!ec) {
+            post({event::kind::orchestrator_line, buffer.substr(0, size - 1), {}, 0});
+            buffer.erase(0, size);
+            continue;
+        }
+        if (ec == asio::error::operation_aborted) {
+            co_return;
+        }
+        if (ec == asio::error::not_found) {
+            post({event::kind::orchestrator_bad,
+                  "a control line exceeds " + std::to_string(contracts::control_line_limit_bytes) + " bytes",
+                  {},
+                  0});
+            co_return;
+        }
+        // A final line without "\n" before EOF counts, as the original's readline gave it.
+        if (ec == asio::error::eof && !buffer.empty()) {
+            post({event::kind::orchestrator_line, std::move(buffer), {}, 0});
+        }
+        post(
+            {event::kind::orchestrator_closed, ec == asio::error::eof ? "peer closed" : ec.message(), {}, 0});
+        co_return;
+    }
+}
+
+asio::awaitable<void> trial::read_helper() {
+    auto self = shared_from_this();
+    while (session_) {
+        auto line = co_await session_->receive();
+        if (!line) {
+            post({event::kind::helper_closed, {}, {}, 0});
+            co_return;
+        }
+        auto message = contracts::parse_session_message(*line);
+        if (!message) {
+            log_.error("helper sent an unreadable line: " + message.error().message());
+            continue;
+        }
+        post({event::kind::helper_message, {}, std::move(*message), 0});
+    }
+}
+
+asio::awaitable<std::optional<event>> trial::next(std::optional<clock_type::time_point> deadline) {
+    if (!deadline) {
+        auto [ec, e] = co_await events_.async_receive(as_tuple(use_awaitable));
+        co_return ec ? std::nullopt : std::optional<event>(std::move(e));
+    }
+    asio::steady_timer timer(executor_, *deadline);
+    auto first = co_await (events_.async_receive(as_tuple(use_awaitable)) ||
+                           timer.async_wait(as_tuple(use_awaitable)));
+    if (first.index() == 1) {
+        co_return std::nullopt;
+    }
+    auto [ec, e] = std::get<0>(std::move(first));
+    co_return ec ? std::nullopt : std::optional<event>(std::move(e));
+}
+
+asio::awaitable<bool> trial::send_orchestrator(std::string line) {
+    asio::steady_timer timer(executor_, write_timeout);
+    auto done = co_await (asio::async_write(socket_, asio::buffer(line), as_tuple(use_awaitable)) ||
+                          timer.async_wait(as_tuple(use_awaitable)));
+    co_return done.index() == 0 && !std::get<0>(std::get<0>(done));
+}
+
+asio::awaitable<trial_outcome> trial::run() {
+    spawn(watch_signals());
+    auto result = co_await prepare_and_run();
+    finish();
+    co_return result;
+}
+
+void trial::finish() {
+    boost::system::error_code ignored;
+    if (session_) {
+        session_->close_input();
+    }
+    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+    signals_.cancel(ignored);
+    events_.close();
+}
+
+asio::awaitable<trial_outcome> trial::prepare_and_run() {
+    // 1. Connect first, before any container work, as the original does.
+    tcp::resolver resolver(executor_);
+    // GCC 12 destroys temporaries inside a co_await operand twice: every such argument is a named local.
+    const std::string service = std::to_string(config_.port);
+    auto [resolve_ec, endpoints] =
+        co_await resolver.async_resolve(config_.host, service, as_tuple(use_awaitable));
+    if (resolve_ec) {
+        co_return outcome(exit_transport_lost,
+                          "cannot resolve the orchestrator " + config_.host + ": " + resolve_ec.message());
+    }
+    asio::steady_timer connect_timer(executor_, connect_timeout);
+    auto connected = co_await (asio::async_connect(socket_, endpoints, as_tuple(use_awaitable)) ||
+                               connect_timer.async_wait(as_tuple(use_awaitable)));
+    if (connected.index() == 1 || std::get<0>(std::get<0>(connected))) {
+        co_return outcome(exit_transport_lost, "cannot connect to the orchestrator at " + config_.host + ":" +
+                                                   std::to_string(config_.port));
+    }
+    log_.phase("connected", {{"backend", env_.describe()}});
+
+    // 2. The helper session; its `hello` gives the working directory and the isolation evidence.
+    auto session = co_await env_.open_session();
+    if (!session) {
+        co_return outcome(exit_environment, session.error().message);
+    }
+    session_ = std::move(*session);
+    spawn(read_helper());
+    std::optional<contracts::hello_message> hello;
+    const auto hello_deadline = clock_type::now() + hello_timeout;
+    while (!hello) {
+        auto e = co_await next(hello_deadline);
+        if (!e || e->what == event::kind::helper_closed) {
+            co_return outcome(
+                exit_environment,
+                "Maka Eval could not resolve the task working directory (the helper did not answer)");
+        }
+        if (e->what == event::kind::signal) {
+            co_return cancelled_before_start(e->signal);
+        }
+        if (e->what == event::kind::helper_message) {
+            if (auto* h = std::get_if<contracts::hello_message>(&e->message)) {
+                hello = *h;
+            }
+        }
+    }
+    if (!hello->cwd.starts_with("/") || hello->cwd.find('\0') != std::string::npos) {
+        co_return outcome(exit_environment, "Maka Eval could not resolve the task working directory");
+    }
+    log_.phase("helper", {{"cwd", hello->cwd}, {"helper", hello->helper_version}});
+
+    // 3. The egress gate, before `ready`: a refusal means the orchestrator never sees `ready`.
+    if (config_.common.egress_required) {
+        auto refused = co_await gate(*hello);
+        if (refused.exit_code != exit_success) {
+            co_return refused;
+        }
+    }
+
+    // 4. `ready`, then one `execute`.
+    std::string ready =
+        contracts::serialize(contracts::ready_message{config_.token, config_.instruction, hello->cwd});
+    if (!co_await send_orchestrator(std::move(ready))) {
+        co_return outcome(exit_transport_lost, "Maka Eval relay transport closed before ready");
+    }
+    log_.phase("ready");
+    spawn(read_orchestrator());
+    while (true) {
+        auto e = co_await next(std::nullopt);
+        if (!e) {
+            co_return outcome(exit_internal, "event channel closed");
+        }
+        switch (e->what) {
+        case event::kind::signal:
+            co_return cancelled_before_start(e->signal);
+        case event::kind::orchestrator_closed:
+            co_return outcome(exit_transport_lost, "the orchestrator closed before execute");
+        case event::kind::orchestrator_bad:
+            co_return outcome(exit_transport_lost, "Maka Eval relay message was unavailable: " + e->text);
+        case event::kind::helper_closed:
+            co_return outcome(exit_environment, "the helper session ended before execute");
+        case event::kind::helper_message:
+            continue;
+        case event::kind::orchestrator_line:
+            break;
+        }
+        auto object = contracts::parse_object(e->text, contracts::control_line_limit_bytes);
+        contracts::wipe(e->text);
+        if (!object) {
+            // Unreadable or non-object JSON is transport loss in the original, not a refusal.
+            co_return outcome(exit_transport_lost,
+                              "Maka Eval relay message was unavailable: " + object.error().message());
+        }
+        if (auto valid = contracts::require_message(*object, config_.token, "execute"); !valid) {
+            co_return outcome(exit_refused, valid.error().message());
+        }
+        auto request = contracts::validate_execute(*object);
+        object->clear();
+        if (!request) {
+            co_return outcome(exit_refused, request.error().message());
+        }
+        log_.phase("execute", {{"argc", std::to_string(request->argv.size())},
+                               {"environment", std::to_string(request->environment.size())},
+                               {"credentials", std::to_string(request->credentials.size())},
+                               {"captureStdout", request->capture_stdout ? "true" : "false"}});
+        co_return co_await supervise(*request);
+    }
+}
+
+asio::awaitable<trial_outcome> trial::gate(const contracts::hello_message& hello) {
+    // The sidecar's namespace, then the judgement (capabilities before namespaces), then the pin.
+    std::string sidecar = config_.common.policy_sidecar;
+    auto policy_ns = co_await env_.policy_namespace(std::move(sidecar));
+    if (!policy_ns) {
+        log_.error(policy_ns.error().message);
+        co_return outcome(exit_environment,
+                          policy::make_refusal(policy::gate_error::evidence_unreadable).message);
+    }
+    if (auto admitted = policy::check_subject(hello.capabilities, hello.net_namespace, *policy_ns);
+        !admitted) {
+        co_return outcome(exit_environment, admitted.error().message);
+    }
+    auto host = policy::proxy_host_from(config_.common.egress_host);
+    if (!host) {
+        co_return outcome(exit_environment, host.error().message);
+    }
+    std::vector<std::string> pin_args{"pin-proxy", "--host", *host}; // not braced inside co_await: GCC 12 bug
+    auto pinned = co_await env_.run_helper_as_root(std::move(pin_args));
+    const auto refused =
+        outcome(exit_environment, policy::make_refusal(policy::gate_error::pin_failed).message);
+    if (!pinned || pinned->exit_code != 0) {
+        log_.error(pinned ? pinned->err : pinned.error().message);
+        co_return refused;
+    }
+    auto message = contracts::parse_session_message(pinned->out);
+    const auto* pin = message ? std::get_if<contracts::pinned_message>(&*message) : nullptr;
+    if (pin == nullptr || !policy::check_pinned(pin->ip, pin->host, *host)) {
+        co_return refused;
+    }
+    log_.phase("egress-gate", {{"proxy", pin->host + "=" + pin->ip}});
+    co_return outcome(exit_success);
+}
+
+asio::awaitable<trial_outcome> trial::supervise(const contracts::execute_request& request) {
+    contracts::run_request run;
+    run.argv = request.argv;
+    run.environment = request.environment;
+    run.credentials = request.credentials;
+    run.result_token = request.result_token;
+    run.capture_stdout = request.capture_stdout;
+    // The scope file's name derives from the relay token without revealing it to the subject.
+    run.scope_path = env_.scope_path(contracts::sha256_hex(config_.token).substr(0, 24));
+    run.artifacts_dir = env_.artifacts_dir();
+    run.term_grace_ms = config_.common.term_grace_ms;
+    run.kill_grace_ms = config_.common.kill_grace_ms;
+    std::string line = contracts::serialize(run);
+    for (auto* vars : {&run.environment, &run.credentials}) {
+        for (auto& [name, value] : *vars) {
+            contracts::wipe(value);
+        }
+    }
+    if (!co_await session_->send(std::move(line))) {
+        co_return outcome(exit_environment, "the helper session ended before the subject started");
+    }
+    while (true) {
+        auto e = co_await next(std::nullopt);
+        if (!e) {
+            co_return outcome(exit_internal, "event channel closed");
+        }
+        if (e->what == event::kind::helper_message) {
+            if (const auto* started = std::get_if<contracts::started_message>(&e->message)) {
+                pgid_ = static_cast<int>(started->pgid);
+                log_.phase("started", {{"pid", std::to_string(started->pid)}});
+                continue;
+            }
+            if (const auto* failed = std::get_if<contracts::error_message>(&e->message)) {
+                if (failed->code == "artifacts-unavailable" || failed->code == "spawn-failed") {
+                    co_return outcome(exit_environment, failed->message);
+                }
+                log_.error("helper: " + failed->message);
+                continue;
+            }
+            if (const auto* report = std::get_if<contracts::report_message>(&e->message)) {
+                log_.phase("exited",
+                           {{"exitCode", std::to_string(report->exit_code)},
+                            {"diagnostic", std::string(contracts::to_string(report->diagnostic.kind))}});
+                // Artifacts are already in place (the helper streamed them): `executed` follows at once.
+                const contracts::executed_message executed{config_.token, contracts::termination::exited,
+                                                           report->exit_code, report->stdout_text,
+                                                           report->diagnostic};
+                std::string executed_line = contracts::serialize(executed);
+                if (!co_await send_orchestrator(std::move(executed_line))) {
+                    co_return outcome(exit_transport_lost, "Maka Eval relay transport closed before result");
+                }
+                executed_sent_ = true;
+                log_.phase("executed");
+                // What the subject left running is left alone: the verifier scores the environment as is.
+                co_return co_await await_decision();
+            }
+            continue;
+        }
+        if (e->what == event::kind::helper_closed) {
+            // The helper died without a report (the container was killed, or the engine went away).
+            log_.error("the helper session ended without a report");
+            co_await env_.destroy(pgid_, milliseconds(config_.common.teardown_timeout_ms));
+            co_return outcome(
+                exit_environment,
+                "Maka Eval subject execution failed: the helper session ended without a report");
+        }
+        if (e->what == event::kind::signal) {
+            co_return co_await cancelled(request, e->signal);
+        }
+        // Any control line, EOF or unreadable input while the subject runs is transport loss.
+        log_.error(e->what == event::kind::orchestrator_line ? "control line before the subject finished"
+                                                             : "orchestrator: " + e->text);
+        const std::string reason = "transport-lost";
+        co_await settle(reason);
+        co_return outcome(exit_transport_lost, "Maka Eval relay received control before execution");
+    }
+}
+
+asio::awaitable<trial_outcome> trial::await_decision() {
+    while (true) {
+        auto e = co_await next(std::nullopt);
+        if (!e) {
+            co_return outcome(exit_internal, "event channel closed");
+        }
+        switch (e->what) {
+        case event::kind::orchestrator_line: {
+            auto object = contracts::parse_object(e->text, contracts::control_line_limit_bytes);
+            if (!object) {
+                co_return outcome(exit_transport_lost,
+                                  "Maka Eval relay message was unavailable: " + object.error().message());
+            }
+            if (auto valid = contracts::require_message(*object, config_.token, "verify"); !valid) {
+                co_return outcome(exit_refused, valid.error().message());
+            }
+            log_.phase("verify");
+            co_return outcome(exit_success);
+        }
+        case event::kind::orchestrator_closed:
+        case event::kind::orchestrator_bad:
+            co_return outcome(exit_transport_lost, "the orchestrator closed after executed without verify");
+        case event::kind::signal:
+            // `executed` was already sent: nothing more to report, the cancellation still propagates.
+            co_return outcome(e->signal == SIGINT ? exit_host_teardown : exit_cancelled,
+                              "cancelled after executed");
+        default:
+            continue;
+        }
+    }
+}
+
+asio::awaitable<std::optional<contracts::report_message>> trial::settle(const std::string& reason) {
+    const auto begun = clock_type::now();
+    const auto budget = milliseconds(config_.common.teardown_timeout_ms);
+    const auto reserve = std::min<milliseconds>(milliseconds(20'000), budget / 5);
+    const auto settle_deadline = begun + std::max<milliseconds>(milliseconds(1), budget - reserve);
+    const auto final_deadline = begun + budget;
+    log_.phase("settle", {{"reason", reason}});
+    // Even if the helper can no longer be asked, its report may already be on the way: keep listening.
+    std::string cancel = contracts::serialize(contracts::cancel_request{reason});
+    (void)co_await session_->send(std::move(cancel));
+    while (true) {
+        auto e = co_await next(settle_deadline);
+        if (!e || e->what == event::kind::helper_closed) {
+            break;
+        }
+        if (e->what == event::kind::signal) {
+            host_teardown_ = host_teardown_ || e->signal == SIGINT;
+            continue;
+        }
+        if (e->what != event::kind::helper_message) {
+            continue; // the orchestrator can wait: nothing it says changes how the subject is stopped
+        }
+        if (const auto* started = std::get_if<contracts::started_message>(&e->message)) {
+            pgid_ = static_cast<int>(started->pgid);
+        } else if (const auto* report = std::get_if<contracts::report_message>(&e->message)) {
+            if (report->settled && !report->quiesced) {
+                log_.error("the subject's processes did not quiesce");
+                break;
+            }
+            log_.phase(report->settled ? "settled" : "exited",
+                       {{"exitCode", std::to_string(report->exit_code)},
+                        {"signalled", std::to_string(report->signalled)}});
+            co_return *report;
+        }
+    }
+    // Settling failed or ran out of time: destroy, within what is left of the budget.
+    log_.phase("destroy");
+    session_->kill();
+    const auto left = std::chrono::duration_cast<milliseconds>(final_deadline - clock_type::now());
+    co_await env_.destroy(pgid_, std::max(left, milliseconds(1)));
+    co_return std::nullopt;
+}
+
+asio::awaitable<trial_outcome> trial::cancelled(const contracts::execute_request& request, int signal) {
+    host_teardown_ = host_teardown_ || signal == SIGINT;
+    const bool framework = !host_teardown_;
+    const std::string reason = framework ? "framework-timeout" : "host-teardown";
+    auto report = co_await settle(reason);
+    // A subject that finished before the cancellation took hold is reported as it finished, even under host
+    // teardown; one stopped by us is reported as a framework timeout (its frame, if it printed one while
+    // stopping, passes through), and not at all under host teardown.
+    const bool terminal = report && !report->settled;
+    std::optional<contracts::executed_message> executed;
+    if (terminal) {
+        executed = contracts::executed_message{config_.token, contracts::termination::exited,
+                                               report->exit_code, report->stdout_text, report->diagnostic};
+    } else if (!host_teardown_) {
+        const auto missing = request.capture_stdout
+                                 ? contracts::diagnostic::over(contracts::category::result_frame_missing, "")
+                                 : contracts::diagnostic::none();
+        executed = contracts::executed_message{
+            config_.token, contracts::termination::framework_timeout, contracts::framework_timeout_exit_code,
+            report ? report->stdout_text : std::string(), report ? report->diagnostic : missing};
+    }
+    std::string executed_line = executed ? contracts::serialize(*executed) : std::string();
+    if (executed && !executed_sent_ && co_await send_orchestrator(std::move(executed_line))) {
+        executed_sent_ = true;
+        log_.phase("executed", {{"termination", std::string(contracts::to_string(executed->termination))}});
+        // Give the orchestrator's `verify` the time the original gave it before closing.
+        const auto linger = clock_type::now() + linger_after_cancel;
+        while (auto e = co_await next(linger)) {
+            if (e->what == event::kind::orchestrator_line || e->what == event::kind::orchestrator_closed) {
+                break;
+            }
+        }
+    }
+    co_return outcome(host_teardown_ ? exit_host_teardown : exit_cancelled,
+                      host_teardown_ ? "host teardown" : "framework timeout");
+}
+
+} // namespace
+
+asio::awaitable<trial_outcome> run_trial(const trial_config& config, backend& env, phase_log& log) {
+    auto executor = co_await asio::this_coro::executor;
+    auto t = std::make_shared<trial>(config, env, log, executor);
+    co_return co_await t->run();
+}
+
+} // namespace maka_eval::relay

@@ -1,0 +1,39 @@
+// One trial, as the original relay runs it (BEHAVIOUR.md §0–§2), on one Asio thread.
+//
+// connect → helper session and `hello` (cwd) → egress gate → `ready` → `execute` (validated in the
+// original's order) → `run` to the helper → the first of: the subject's report, a control line or EOF from
+// the orchestrator (transport loss: settle, no `executed`), SIGTERM (framework timeout) or SIGINT (host
+// teardown) → `executed` → `verify`. Settling asks the helper to stop the scope within the teardown budget
+// less the stop reserve (min(20 s, 20 %)); past it the environment is destroyed.
+#pragma once
+
+#include "relay/backend.hpp"
+#include "relay/log.hpp"
+#include "relay/options.hpp"
+
+#include <functional>
+#include <string>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+namespace maka_eval::relay {
+
+struct trial_config {
+    std::string host;
+    std::uint16_t port = 0;
+    std::string token;
+    std::string instruction;
+    common_options common;
+};
+
+// What happened, for the exit code and for `run`'s transcript.
+struct trial_outcome {
+    int exit_code = 0;
+    std::string message; // why, for a person; empty on success
+};
+
+// Runs the trial; never throws for expected failures (they become the outcome).
+asio::awaitable<trial_outcome> run_trial(const trial_config& config, backend& env, phase_log& log);
+
+} // namespace maka_eval::relay

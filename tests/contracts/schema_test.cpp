@@ -1,0 +1,101 @@
+// The JSON Schemas in contracts/schema/ against the golden lines: every key a line carries is a declared
+// property, every required property is there, and primitive types and constants agree. Keeps the schemas
+// honest when a message changes.
+#include "contracts/wire_json.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <doctest/doctest.h>
+
+namespace {
+
+using namespace maka_eval::contracts;
+namespace json = boost::json;
+
+json::object load(const std::string& name) {
+    std::ifstream in(std::string(MAKA_EVAL_TEST_DATA) + "/../contracts/schema/" + name + ".schema.json");
+    std::ostringstream text;
+    text << in.rdbuf();
+    return parse_object(text.str(), 1 << 20).value();
+}
+
+bool type_matches(const json::object& schema, const json::value& value) {
+    if (const auto* constant = schema.if_contains("const")) {
+        return *constant == value;
+    }
+    if (const auto* choices = schema.if_contains("enum")) {
+        for (const auto& choice : choices->as_array()) {
+            if (choice == value) {
+                return true;
+            }
+        }
+        return false;
+    }
+    const auto* type = schema.if_contains("type");
+    if (type == nullptr) {
+        return true; // oneOf and the like: checked by the message tests
+    }
+    const auto& t = type->as_string();
+    return (t == "string" && value.is_string()) ||
+           (t == "integer" && (value.is_int64() || value.is_uint64())) ||
+           (t == "boolean" && value.is_bool()) || (t == "array" && value.is_array()) ||
+           (t == "object" && value.is_object());
+}
+
+void check_against(const json::object& schema, const json::object& message) {
+    const auto& properties = schema.at("properties").as_object();
+    for (const auto& member : message) {
+        CAPTURE(member.key());
+        REQUIRE(properties.contains(member.key()));
+        CHECK(type_matches(properties.at(member.key()).as_object(), member.value()));
+    }
+    for (const auto& required : schema.at("required").as_array()) {
+        CAPTURE(required);
+        CHECK(message.contains(required.as_string()));
+    }
+}
+
+TEST_CASE("every orchestrator golden line conforms to its schema") {
+    std::ifstream file(std::string(MAKA_EVAL_TEST_DATA) + "/contracts/vectors/orchestrator-messages.jsonl");
+    std::string raw;
+    int checked = 0;
+    while (std::getline(file, raw)) {
+        const auto entry = parse_object(raw, 1 << 20).value();
+        const auto message = parse_object(std::string(entry.at("line").as_string()), 1 << 20).value();
+        CAPTURE(entry.at("name"));
+        check_against(load("orchestrator-" + std::string(entry.at("message").as_string())), message);
+        ++checked;
+    }
+    CHECK(checked == 9);
+}
+
+TEST_CASE("every session golden line conforms to its schema") {
+    std::ifstream file(std::string(MAKA_EVAL_TEST_DATA) + "/contracts/vectors/session-messages.jsonl");
+    std::string line;
+    int checked = 0;
+    while (std::getline(file, line)) {
+        const auto message = parse_object(line, 1 << 20).value();
+        std::string kind(message.at("kind").as_string());
+        if (kind == "exited" || kind == "settled") {
+            kind = "report";
+        }
+        CAPTURE(kind);
+        check_against(load("session-" + kind), message);
+        ++checked;
+    }
+    CHECK(checked == 8);
+}
+
+TEST_CASE("the schema directory holds exactly the messages of both protocols") {
+    int count = 0;
+    for (const auto& entry :
+         std::filesystem::directory_iterator(std::string(MAKA_EVAL_TEST_DATA) + "/../contracts/schema")) {
+        CHECK(entry.path().string().ends_with(".schema.json"));
+        ++count;
+    }
+    CHECK(count == 11);
+}
+
+} // namespace
