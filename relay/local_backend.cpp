@@ -9,6 +9,7 @@
 
 #include "contracts/secret.hpp"
 #include "contracts/session_messages.hpp"
+#include "relay/docker_backend.hpp"
 
 #include <csignal>
 #include <cstdlib>
@@ -219,6 +220,9 @@ boost::system::result<std::unique_ptr<backend>, backend_error> make_backend(cons
                                                                             asio::any_io_executor executor) {
     if (options.env_spec == "local") {
         return make_local_backend(options, std::move(executor));
+    }
+    if (options.env_spec.starts_with("docker:")) {
+        return make_docker_backend(options, std::move(executor));
     }
     return backend_error{"the " + options.env_spec.substr(0, options.env_spec.find(':')) +
                          " backend is not available in this build yet"};

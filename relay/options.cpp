@@ -33,6 +33,9 @@ options (both modes):
   --helper PATH             maka-eval-helper to use (default: beside this binary, or on PATH)
   --work-dir DIR            local backend: where the scope file and artifacts go (default: a new temp dir)
   --policy-sidecar NAME     egress: the service holding the network policy (harbor-docker-egress-control-sidecar)
+  --compose-project P [--compose-service S]   docker: the container of compose service S (main) of project P
+  --helper-in-container PATH                  docker: use a helper mounted there instead of uploading one
+                            docker: DOCKER_HOST unix:///var/run/docker.sock (default) or tcp://HOST:PORT
   --log-format text|json    one line per phase on stderr (text)
   --quiet                   no phase log
 environment:
@@ -94,14 +97,23 @@ boost::system::result<bool, usage_error> common_option(std::span<const std::stri
             return usage_error{std::string(name) + " takes a number of milliseconds"};
         }
         (name == "--term-grace-ms" ? out.term_grace_ms : out.kill_grace_ms) = ms;
-    } else if (name == "--helper" || name == "--work-dir" || name == "--policy-sidecar") {
+    } else if (name == "--helper" || name == "--work-dir" || name == "--policy-sidecar" ||
+               name == "--compose-project" || name == "--compose-service" ||
+               name == "--helper-in-container") {
         const auto v = value();
         if (!v || v->empty()) {
             return missing();
         }
-        (name == "--helper"     ? out.helper_path
-         : name == "--work-dir" ? out.work_dir
-                                : out.policy_sidecar) = *v;
+        std::string& target = name == "--helper"            ? out.helper_path
+                              : name == "--work-dir"        ? out.work_dir
+                              : name == "--policy-sidecar"  ? out.policy_sidecar
+                              : name == "--compose-project" ? out.compose_project
+                              : name == "--compose-service" ? out.compose_service
+                                                            : out.helper_in_container;
+        target = *v;
+        if (name == "--compose-project") {
+            out.env_spec = "docker:";
+        }
     } else if (name == "--log-format") {
         const auto v = value();
         if (!v || (*v != "text" && *v != "json")) {

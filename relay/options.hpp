@@ -32,6 +32,9 @@ struct common_options {
     bool egress_required = false;           // MAKA_EVAL_EGRESS_REQUIRED == "1"
     std::optional<std::string> egress_host; // MAKA_EVAL_EGRESS_ALLOWED_HOST
     std::string policy_sidecar = "harbor-docker-egress-control-sidecar";
+    std::string compose_project;          // docker: find the container by compose labels instead of by name
+    std::string compose_service = "main"; // docker: with --compose-project
+    std::string helper_in_container;      // docker: the helper is already mounted there (no upload)
 };
 
 struct connect_options {

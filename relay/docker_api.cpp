@@ -1,0 +1,386 @@
+// The Docker Engine API client (see docker_api.hpp): Beast HTTP/1.1 over a unix or TCP socket.
+#include "relay/docker_api.hpp"
+
+#include "contracts/wire_json.hpp"
+
+#include <charconv>
+#include <unistd.h>
+#include <variant>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json/parse.hpp>
+
+namespace maka_eval::relay {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+using asio::as_tuple;
+using asio::use_awaitable;
+using local_socket = asio::local::stream_protocol::socket;
+using tcp_socket = asio::ip::tcp::socket;
+
+// One connection to the engine, unix or TCP.
+struct connection {
+    std::variant<local_socket, tcp_socket> socket;
+    beast::flat_buffer buffer;
+
+    template <typename F>
+    decltype(auto) visit(F&& f) {
+        return std::visit(std::forward<F>(f), socket);
+    }
+};
+
+asio::awaitable<boost::system::result<std::unique_ptr<connection>, docker_error>>
+open_connection(std::string host) {
+    auto executor = co_await asio::this_coro::executor;
+    if (host.starts_with("unix://")) {
+        const std::string path = host.substr(7);
+        local_socket socket(executor);
+        auto [ec] = co_await socket.async_connect(asio::local::stream_protocol::endpoint(path),
+                                                  as_tuple(use_awaitable));
+        if (ec) {
+            co_return docker_error{"cannot reach the Docker engine at " + host + ": " + ec.message()};
+        }
+        co_return std::make_unique<connection>(connection{std::move(socket), {}});
+    }
+    if (host.starts_with("tcp://")) {
+        const std::string rest = host.substr(6);
+        const auto colon = rest.rfind(':');
+        asio::ip::tcp::resolver resolver(executor);
+        const std::string name = rest.substr(0, colon);
+        const std::string port = colon == std::string::npos ? "2375" : rest.substr(colon + 1);
+        auto [rec, endpoints] = co_await resolver.async_resolve(name, port, as_tuple(use_awaitable));
+        tcp_socket socket(executor);
+        if (!rec) {
+            auto [cec, ep] = co_await asio::async_connect(socket, endpoints, as_tuple(use_awaitable));
+            rec = cec;
+        }
+        if (rec) {
+            co_return docker_error{"cannot reach the Docker engine at " + host + ": " + rec.message()};
+        }
+        co_return std::make_unique<connection>(connection{std::move(socket), {}});
+    }
+    co_return docker_error{"DOCKER_HOST " + host + " is neither unix:// nor tcp://"};
+}
+
+http::request<http::string_body> make_request(http::verb verb, const std::string& target, std::string body,
+                                              const std::string& content_type) {
+    http::request<http::string_body> req{verb, target, 11};
+    req.set(http::field::host, "docker");
+    req.set(http::field::user_agent, "maka-eval-relay");
+    if (!body.empty() || verb == http::verb::post || verb == http::verb::put) {
+        req.set(http::field::content_type, content_type);
+        req.body() = std::move(body);
+        req.prepare_payload();
+    }
+    return req;
+}
+
+std::string engine_message(const std::string& body) {
+    boost::system::error_code ec;
+    auto value = boost::json::parse(body, ec);
+    if (!ec && value.is_object()) {
+        if (const auto* message = value.get_object().if_contains("message");
+            message && message->is_string()) {
+            return std::string(message->get_string());
+        }
+    }
+    return body.substr(0, 200);
+}
+
+// The demultiplexed exec stream.
+class hijacked_stream final : public exec_stream {
+  public:
+    hijacked_stream(std::unique_ptr<connection> c, std::string leftover)
+        : c_(std::move(c)), raw_(std::move(leftover)) {}
+
+    asio::awaitable<bool> write(std::string data) override {
+        auto [ec, n] = co_await c_->visit(
+            [&](auto& s) { return asio::async_write(s, asio::buffer(data), as_tuple(use_awaitable)); });
+        std::fill(data.begin(), data.end(), '\0');
+        co_return !ec;
+    }
+
+    asio::awaitable<std::optional<std::string>> read_line(std::size_t limit) override {
+        while (true) {
+            const auto newline = out_.find('\n');
+            if (newline != std::string::npos) {
+                std::string line = out_.substr(0, newline);
+                out_.erase(0, newline + 1);
+                co_return line;
+            }
+            if (out_.size() > limit || !co_await next_frame()) {
+                co_return std::nullopt;
+            }
+        }
+    }
+
+    asio::awaitable<std::string> read_rest(std::size_t limit) override {
+        while (out_.size() <= limit && co_await next_frame()) {
+        }
+        co_return std::move(out_);
+    }
+
+    void close_stdin() override {
+        c_->visit([](auto& s) {
+            boost::system::error_code ignored;
+            s.shutdown(asio::socket_base::shutdown_send, ignored);
+        });
+    }
+
+    void close() override {
+        c_->visit([](auto& s) {
+            boost::system::error_code ignored;
+            s.close(ignored);
+        });
+    }
+
+    const std::string& stderr_text() const override { return err_; }
+
+  private:
+    // Reads one frame: [stream, 0, 0, 0, size (big-endian u32)] then `size` bytes.
+    asio::awaitable<bool> next_frame() {
+        if (!co_await fill(8)) {
+            co_return false;
+        }
+        const auto* h = reinterpret_cast<const unsigned char*>(raw_.data());
+        const std::size_t size =
+            (std::size_t{h[4]} << 24U) | (std::size_t{h[5]} << 16U) | (std::size_t{h[6]} << 8U) | h[7];
+        const unsigned char stream = h[0];
+        if (!co_await fill(8 + size)) {
+            co_return false;
+        }
+        const std::string_view payload(raw_.data() + 8, size);
+        if (stream == 2) {
+            // The helper's log: passed on to ours, and a bounded copy kept for one-shot execs.
+            (void)::write(STDERR_FILENO, payload.data(), payload.size());
+            if (err_.size() < 65536) {
+                err_.append(payload.substr(0, 65536 - err_.size()));
+            }
+        } else {
+            out_.append(payload);
+        }
+        raw_.erase(0, 8 + size);
+        co_return true;
+    }
+
+    asio::awaitable<bool> fill(std::size_t need) {
+        char chunk[65536];
+        while (raw_.size() < need) {
+            auto [ec, n] = co_await c_->visit(
+                [&](auto& s) { return s.async_read_some(asio::buffer(chunk), as_tuple(use_awaitable)); });
+            if (ec) {
+                co_return false;
+            }
+            raw_.append(chunk, n);
+        }
+        co_return true;
+    }
+
+    std::unique_ptr<connection> c_;
+    std::string raw_;
+    std::string out_;
+    std::string err_;
+};
+
+} // namespace
+
+docker_api::docker_api(asio::any_io_executor executor, std::string host)
+    : executor_(std::move(executor)), host_(std::move(host)) {}
+
+asio::awaitable<boost::system::result<std::string, docker_error>> docker_api::negotiate() {
+    auto response = co_await request("GET", "/_ping");
+    if (!response) {
+        co_return response.error();
+    }
+    auto version = co_await request("GET", "/version");
+    if (!version || version->status != 200) {
+        co_return docker_error{"the Docker engine at " + host_ + " did not say its version"};
+    }
+    boost::system::error_code ec;
+    auto body = boost::json::parse(version->body, ec);
+    std::string api = "1.41";
+    if (!ec && body.is_object() && body.get_object().contains("ApiVersion")) {
+        const std::string engine(body.get_object().at("ApiVersion").as_string());
+        // Speak the engine's version when it is older than ours; 1.41 (Docker 20.10) otherwise.
+        int major = 0;
+        int minor = 0;
+        if (std::sscanf(engine.c_str(), "%d.%d", &major, &minor) == 2 &&
+            (major < 1 || (major == 1 && minor < 41))) {
+            api = engine;
+        }
+    }
+    version_prefix_ = "/v" + api;
+    co_return boost::system::result<std::string, docker_error>(boost::system::in_place_value, api);
+}
+
+asio::awaitable<boost::system::result<docker_response, docker_error>>
+docker_api::request(std::string method, std::string target, std::string body, std::string content_type) {
+    auto c = co_await open_connection(host_);
+    if (!c) {
+        co_return c.error();
+    }
+    auto req =
+        make_request(http::string_to_verb(method), version_prefix_ + target, std::move(body), content_type);
+    auto [wec, written] =
+        co_await (*c)->visit([&](auto& s) { return http::async_write(s, req, as_tuple(use_awaitable)); });
+    if (wec) {
+        co_return docker_error{"the Docker engine closed the connection: " + wec.message()};
+    }
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(64U << 20U);
+    if (method == "HEAD") {
+        parser.skip(true);
+    }
+    auto [rec, read] = co_await (*c)->visit(
+        [&](auto& s) { return http::async_read(s, (*c)->buffer, parser, as_tuple(use_awaitable)); });
+    if (rec) {
+        co_return docker_error{"the Docker engine did not answer " + method + " " + target + ": " +
+                               rec.message()};
+    }
+    auto res = parser.release();
+    co_return docker_response{static_cast<int>(res.result_int()), std::move(res.body())};
+}
+
+asio::awaitable<boost::system::result<boost::json::object, docker_error>>
+docker_api::inspect_container(std::string id) {
+    auto response = co_await request("GET", "/containers/" + id + "/json");
+    if (!response) {
+        co_return response.error();
+    }
+    if (response->status == 404) {
+        co_return docker_error{"container " + id + " does not exist", 404};
+    }
+    if (response->status != 200) {
+        co_return docker_error{"inspecting container " + id + ": " + engine_message(response->body),
+                               response->status};
+    }
+    boost::system::error_code ec;
+    auto value = boost::json::parse(response->body, ec);
+    if (ec || !value.is_object()) {
+        co_return docker_error{"the Docker engine sent an unreadable container description"};
+    }
+    co_return std::move(value.get_object());
+}
+
+asio::awaitable<boost::system::result<std::string, docker_error>>
+docker_api::find_compose_container(std::string project, std::string service) {
+    const boost::json::object filters{{"label", boost::json::array{"com.docker.compose.project=" + project,
+                                                                   "com.docker.compose.service=" + service}}};
+    std::string encoded;
+    for (const char ch : contracts::to_wire(filters)) {
+        const auto c = static_cast<unsigned char>(ch);
+        static constexpr char digits[] = "0123456789ABCDEF";
+        if (std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.') {
+            encoded.push_back(static_cast<char>(c));
+        } else {
+            encoded += {'%', digits[c >> 4U], digits[c & 0xFU]};
+        }
+    }
+    auto response = co_await request("GET", "/containers/json?filters=" + encoded);
+    if (!response || response->status != 200) {
+        co_return docker_error{"cannot list containers of compose project " + project};
+    }
+    boost::system::error_code ec;
+    auto value = boost::json::parse(response->body, ec);
+    if (ec || !value.is_array() || value.get_array().empty()) {
+        co_return docker_error{"no running container for service " + service + " of compose project " +
+                               project};
+    }
+    co_return boost::system::result<std::string, docker_error>(
+        boost::system::in_place_value,
+        std::string(value.get_array().front().as_object().at("Id").as_string()));
+}
+
+asio::awaitable<boost::system::result<std::unique_ptr<exec_stream>, docker_error>>
+docker_api::exec(std::string container, exec_spec spec, std::string& exec_id) {
+    boost::json::array cmd;
+    for (const auto& arg : spec.cmd) {
+        cmd.emplace_back(arg);
+    }
+    boost::json::object create{{"AttachStdin", spec.attach_stdin},
+                               {"AttachStdout", true},
+                               {"AttachStderr", true},
+                               {"Tty", false},
+                               {"Cmd", std::move(cmd)}};
+    if (!spec.user.empty()) {
+        create["User"] = spec.user;
+    }
+    if (!spec.working_dir.empty()) {
+        create["WorkingDir"] = spec.working_dir;
+    }
+    auto created = co_await request("POST", "/containers/" + container + "/exec", contracts::to_wire(create));
+    if (!created) {
+        co_return created.error();
+    }
+    if (created->status != 201) {
+        const std::string why = created->status == 404   ? "does not exist"
+                                : created->status == 409 ? "is not running (stopped or paused)"
+                                                         : engine_message(created->body);
+        co_return docker_error{"cannot exec in container " + container + ": it " + why, created->status};
+    }
+    boost::system::error_code ec;
+    auto id = boost::json::parse(created->body, ec);
+    if (ec || !id.is_object() || !id.get_object().contains("Id")) {
+        co_return docker_error{"the Docker engine sent an unreadable exec id"};
+    }
+    exec_id = std::string(id.get_object().at("Id").as_string());
+    auto c = co_await open_connection(host_);
+    if (!c) {
+        co_return c.error();
+    }
+    auto req = make_request(http::verb::post, version_prefix_ + "/exec/" + exec_id + "/start",
+                            R"({"Detach":false,"Tty":false})", "application/json");
+    req.set(http::field::connection, "Upgrade");
+    req.set(http::field::upgrade, "tcp");
+    auto [wec, written] =
+        co_await (*c)->visit([&](auto& s) { return http::async_write(s, req, as_tuple(use_awaitable)); });
+    http::response_parser<http::empty_body> parser;
+    boost::system::error_code rec = wec;
+    if (!rec) {
+        auto [ec2, n] = co_await (*c)->visit([&](auto& s) {
+            return http::async_read_header(s, (*c)->buffer, parser, as_tuple(use_awaitable));
+        });
+        rec = ec2;
+    }
+    if (rec || (parser.get().result_int() != 101 && parser.get().result_int() != 200)) {
+        co_return docker_error{
+            "cannot start the exec in container " + container +
+            (rec ? ": " + rec.message() : ": HTTP " + std::to_string(parser.get().result_int()))};
+    }
+    // Bytes read past the header already belong to the stream.
+    const auto data = (*c)->buffer.data();
+    std::string leftover(static_cast<const char*>(data.data()), data.size());
+    (*c)->buffer.consume(data.size());
+    co_return std::unique_ptr<exec_stream>(
+        std::make_unique<hijacked_stream>(std::move(*c), std::move(leftover)));
+}
+
+asio::awaitable<boost::system::result<int, docker_error>> docker_api::exec_exit_code(std::string exec_id) {
+    auto response = co_await request("GET", "/exec/" + exec_id + "/json");
+    if (!response || response->status != 200) {
+        co_return docker_error{"cannot inspect exec " + exec_id};
+    }
+    boost::system::error_code ec;
+    auto value = boost::json::parse(response->body, ec);
+    if (ec || !value.is_object()) {
+        co_return docker_error{"unreadable exec description"};
+    }
+    const auto& object = value.get_object();
+    if (object.contains("Running") && object.at("Running").is_bool() && object.at("Running").get_bool()) {
+        co_return docker_error{"still running"};
+    }
+    const auto* code = object.if_contains("ExitCode");
+    co_return code != nullptr && code->is_int64() ? static_cast<int>(code->get_int64()) : -1;
+}
+
+} // namespace maka_eval::relay

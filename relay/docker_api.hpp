@@ -1,0 +1,83 @@
+// A small Docker Engine API client: the calls the docker backend needs, over the engine's socket.
+//
+// DOCKER_HOST `unix://PATH` (default /var/run/docker.sock) or `tcp://HOST:PORT`. Every request opens its own
+// connection (the engine is local; this keeps no state to go stale when the engine restarts). The API
+// version is negotiated once from /_ping. Exec streams are "hijacked" HTTP connections carrying the
+// multiplexed stdout/stderr framing; `exec_stream` decodes it and can half-close stdin.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/json/object.hpp>
+#include <boost/system/result.hpp>
+
+namespace maka_eval::relay {
+
+namespace asio = boost::asio;
+
+struct docker_error {
+    docker_error() = default;
+    explicit docker_error(std::string text, int http_status = 0)
+        : message(std::move(text)), status(http_status) {}
+    std::string message;
+    int status = 0; // the HTTP status when the engine answered, else 0
+};
+
+struct docker_response {
+    int status = 0;
+    std::string body;
+};
+
+struct exec_spec {
+    std::vector<std::string> cmd;
+    std::string user;        // empty: the container's default user
+    std::string working_dir; // empty: the container's
+    bool attach_stdin = false;
+};
+
+// One attached exec: write to its stdin, read its stdout line by line, stderr goes to `on_stderr`.
+class exec_stream {
+  public:
+    virtual ~exec_stream() = default;
+    virtual asio::awaitable<bool> write(std::string data) = 0;
+    // The next stdout line without "\n" (at most `limit` bytes); nullopt at the end of the stream.
+    virtual asio::awaitable<std::optional<std::string>> read_line(std::size_t limit) = 0;
+    // Everything left on stdout until the stream ends, at most `limit` bytes.
+    virtual asio::awaitable<std::string> read_rest(std::size_t limit) = 0;
+    virtual void close_stdin() = 0; // half-close: the process sees EOF on stdin
+    virtual void close() = 0;
+    [[nodiscard]] virtual const std::string& stderr_text() const = 0; // kept for one-shot execs (bounded)
+};
+
+class docker_api {
+  public:
+    docker_api(asio::any_io_executor executor, std::string host);
+
+    // The engine's API version, from /_ping; fails when no engine answers.
+    asio::awaitable<boost::system::result<std::string, docker_error>> negotiate();
+    asio::awaitable<boost::system::result<docker_response, docker_error>>
+    request(std::string method, std::string target, std::string body = {},
+            std::string content_type = "application/json");
+    asio::awaitable<boost::system::result<boost::json::object, docker_error>>
+    inspect_container(std::string id);
+    asio::awaitable<boost::system::result<std::string, docker_error>>
+    find_compose_container(std::string project, std::string service);
+    asio::awaitable<boost::system::result<std::unique_ptr<exec_stream>, docker_error>>
+    exec(std::string container, exec_spec spec, std::string& exec_id);
+    asio::awaitable<boost::system::result<int, docker_error>> exec_exit_code(std::string exec_id);
+
+    [[nodiscard]] const std::string& host() const { return host_; }
+
+  private:
+    asio::any_io_executor executor_;
+    std::string host_;
+    std::string version_prefix_; // "/v1.41"
+};
+
+} // namespace maka_eval::relay

@@ -1,0 +1,60 @@
+// One-file ustar archives (see tar_archive.hpp).
+#include "relay/tar_archive.hpp"
+
+#include <array>
+#include <cstdio>
+#include <cstring>
+
+namespace maka_eval::relay {
+namespace {
+
+constexpr std::size_t block = 512;
+
+void octal(char* field, std::size_t width, unsigned long long value) {
+    // width-1 zero-padded octal digits, then NUL, as ustar wants.
+    for (std::size_t i = width - 1; i-- > 0;) {
+        field[i] = static_cast<char>('0' + (value & 7U));
+        value >>= 3U;
+    }
+    field[width - 1] = '\0';
+}
+
+std::string header(std::string_view path, std::size_t size, unsigned mode, char type,
+                   std::string_view link = {}) {
+    std::array<char, block> h{};
+    std::memcpy(h.data(), path.data(), std::min<std::size_t>(path.size(), 100));
+    octal(h.data() + 100, 8, mode);
+    octal(h.data() + 108, 8, 0); // uid
+    octal(h.data() + 116, 8, 0); // gid
+    octal(h.data() + 124, 12, size);
+    octal(h.data() + 136, 12, 0);        // mtime
+    std::memset(h.data() + 148, ' ', 8); // checksum is computed with its own field as spaces
+    h[156] = type;
+    std::memcpy(h.data() + 157, link.data(), std::min<std::size_t>(link.size(), 100));
+    std::memcpy(h.data() + 257, "ustar", 6);
+    std::memcpy(h.data() + 263, "00", 2);
+    unsigned sum = 0;
+    for (const char c : h) {
+        sum += static_cast<unsigned char>(c);
+    }
+    octal(h.data() + 148, 7, sum); // six digits and NUL; the eighth byte stays a space
+    return std::string(h.data(), h.size());
+}
+
+} // namespace
+
+std::string tar_one_file(std::string_view directory, std::string_view name, std::string_view content,
+                         unsigned mode, std::string_view alias) {
+    const std::string dir = std::string(directory) + "/";
+    std::string out = header(dir, 0, 0755, '5');
+    out += header(dir + std::string(name), content.size(), mode, '0');
+    out.append(content);
+    out.append((block - content.size() % block) % block, '\0');
+    if (!alias.empty()) {
+        out += header(dir + std::string(alias), 0, 0777, '2', name);
+    }
+    out.append(2 * block, '\0');
+    return out;
+}
+
+} // namespace maka_eval::relay
