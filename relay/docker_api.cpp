@@ -118,14 +118,23 @@ class hijacked_stream final : public exec_stream {
                 out_.erase(0, newline + 1);
                 co_return line;
             }
-            if (out_.size() > limit || !co_await next_frame()) {
+            if (out_.size() > limit) {
+                co_return std::nullopt;
+            }
+            // co_await only as a statement of its own: GCC 12 miscompiles it inside conditions.
+            const bool more = co_await next_frame();
+            if (!more) {
                 co_return std::nullopt;
             }
         }
     }
 
     asio::awaitable<std::string> read_rest(std::size_t limit) override {
-        while (out_.size() <= limit && co_await next_frame()) {
+        while (out_.size() <= limit) {
+            const bool more = co_await next_frame();
+            if (!more) {
+                break;
+            }
         }
         co_return std::move(out_);
     }
@@ -149,14 +158,16 @@ class hijacked_stream final : public exec_stream {
   private:
     // Reads one frame: [stream, 0, 0, 0, size (big-endian u32)] then `size` bytes.
     asio::awaitable<bool> next_frame() {
-        if (!co_await fill(8)) {
+        const bool header = co_await fill(8);
+        if (!header) {
             co_return false;
         }
         const auto* h = reinterpret_cast<const unsigned char*>(raw_.data());
         const std::size_t size =
             (std::size_t{h[4]} << 24U) | (std::size_t{h[5]} << 16U) | (std::size_t{h[6]} << 8U) | h[7];
         const unsigned char stream = h[0];
-        if (!co_await fill(8 + size)) {
+        const bool body = co_await fill(8 + size);
+        if (!body) {
             co_return false;
         }
         const std::string_view payload(raw_.data() + 8, size);

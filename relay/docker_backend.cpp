@@ -50,7 +50,8 @@ class docker_backend final : public backend {
 
     asio::awaitable<boost::system::result<std::unique_ptr<helper_session>, backend_error>>
     open_session() override {
-        if (auto ready = co_await prepare(); !ready) {
+        auto ready = co_await prepare();
+        if (!ready) {
             co_return ready.error();
         }
         exec_spec spec{{helper_in_container_, "session"}, {}, {}, true};
@@ -64,7 +65,8 @@ class docker_backend final : public backend {
 
     asio::awaitable<boost::system::result<exec_output, backend_error>>
     run_helper_as_root(std::vector<std::string> args) override {
-        if (auto ready = co_await prepare(); !ready) {
+        auto ready = co_await prepare();
+        if (!ready) {
             co_return ready.error();
         }
         args.insert(args.begin(), helper_in_container_);
@@ -74,13 +76,15 @@ class docker_backend final : public backend {
 
     asio::awaitable<boost::system::result<std::string, backend_error>>
     policy_namespace(std::string sidecar) override {
-        if (auto ready = co_await prepare(); !ready) {
+        auto ready = co_await prepare();
+        if (!ready) {
             co_return ready.error();
         }
         // The sidecar is the compose service of that name beside the subject, or a container of that name.
         std::string target = sidecar;
         if (!compose_project_.empty()) {
-            if (auto found = co_await api_.find_compose_container(compose_project_, sidecar)) {
+            auto found = co_await api_.find_compose_container(compose_project_, sidecar);
+            if (found) {
                 target = *found;
             }
         }
@@ -127,7 +131,8 @@ class docker_backend final : public backend {
         if (prepared_) {
             co_return boost::system::result<void, backend_error>{};
         }
-        if (auto version = co_await api_.negotiate(); !version) {
+        auto version = co_await api_.negotiate();
+        if (!version) {
             co_return backend_error{version.error().message};
         }
         if (!options_.compose_project.empty()) {
@@ -155,7 +160,8 @@ class docker_backend final : public backend {
                 compose_project_ = std::string(project->as_string());
             }
         }
-        if (auto placed = co_await place_helper(); !placed) {
+        auto placed = co_await place_helper();
+        if (!placed) {
             co_return placed.error();
         }
         prepared_ = true;

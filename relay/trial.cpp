@@ -285,7 +285,9 @@ asio::awaitable<trial_outcome> trial::prepare_and_run() {
     // 4. `ready`, then one `execute`.
     std::string ready =
         contracts::serialize(contracts::ready_message{config_.token, config_.instruction, hello->cwd});
-    if (!co_await send_orchestrator(std::move(ready))) {
+    // co_await only as a statement of its own: GCC 12 miscompiles it inside conditions.
+    const bool ready_sent = co_await send_orchestrator(std::move(ready));
+    if (!ready_sent) {
         co_return outcome(exit_transport_lost, "Maka Eval relay transport closed before ready");
     }
     log_.phase("ready");
@@ -384,7 +386,8 @@ asio::awaitable<trial_outcome> trial::supervise(const contracts::execute_request
             contracts::wipe(value);
         }
     }
-    if (!co_await session_->send(std::move(line))) {
+    const bool run_sent = co_await session_->send(std::move(line));
+    if (!run_sent) {
         co_return outcome(exit_environment, "the helper session ended before the subject started");
     }
     while (true) {
@@ -414,7 +417,8 @@ asio::awaitable<trial_outcome> trial::supervise(const contracts::execute_request
                                                            report->exit_code, report->stdout_text,
                                                            report->diagnostic};
                 std::string executed_line = contracts::serialize(executed);
-                if (!co_await send_orchestrator(std::move(executed_line))) {
+                const bool sent = co_await send_orchestrator(std::move(executed_line));
+                if (!sent) {
                     co_return outcome(exit_transport_lost, "Maka Eval relay transport closed before result");
                 }
                 executed_sent_ = true;
@@ -541,13 +545,19 @@ asio::awaitable<trial_outcome> trial::cancelled(const contracts::execute_request
             report ? report->stdout_text : std::string(), report ? report->diagnostic : missing};
     }
     std::string executed_line = executed ? contracts::serialize(*executed) : std::string();
-    if (executed && !executed_sent_ && co_await send_orchestrator(std::move(executed_line))) {
+    bool sent = false;
+    if (executed && !executed_sent_) {
+        sent = co_await send_orchestrator(std::move(executed_line));
+    }
+    if (sent) {
         executed_sent_ = true;
         log_.phase("executed", {{"termination", std::string(contracts::to_string(executed->termination))}});
         // Give the orchestrator's `verify` the time the original gave it before closing.
         const auto linger = clock_type::now() + linger_after_cancel;
-        while (auto e = co_await next(linger)) {
-            if (e->what == event::kind::orchestrator_line || e->what == event::kind::orchestrator_closed) {
+        while (true) {
+            auto e = co_await next(linger);
+            if (!e || e->what == event::kind::orchestrator_line ||
+                e->what == event::kind::orchestrator_closed) {
                 break;
             }
         }

@@ -27,7 +27,7 @@ ensure_packages() {
 # (libboost-dev, libboost-all-dev), which conflict with them.
 BUILD_PACKAGES=(g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev libssl-dev doctest-dev python3 file)
 # What the full test command needs on top: clang for the sanitizer and fuzz builds, the linters.
-TEST_PACKAGES=(clang-14 libclang-rt-14-dev clang-format-14 clang-tidy-14)
+TEST_PACKAGES=(clang-14 libclang-rt-14-dev clang-format-14 clang-tidy-14 docker.io busybox-static)
 
 # build_preset NAME [TARGET...]
 build_preset() {

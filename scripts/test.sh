@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, builds, and runs every test.
 # Usage (as root on Debian 12): bash scripts/test.sh        (.ci/run calls exactly this)
-#   1. release build with -Werror; unit, integration (and, once present, e2e) tests through ctest
+#   1. release build with -Werror; unit, integration and end-to-end tests through ctest — the e2e tests run
+#      on a real Docker engine: an engine already running is used, else Debian's docker.io is installed and
+#      dockerd started (and stopped again at the end); the test images are built FROM scratch
 #   2. clang ASan+UBSan build; the unit and integration tests again under it
 #   3. each libFuzzer target for a bounded time (MAKA_FUZZ_SECONDS, default 45) from its seed corpus
 #   4. clang-format and clang-tidy (version 14) on every project source
 # Ends with one line: "N passed, N failed" over every test, fuzz target and lint check.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
+source "$MAKA_ROOT/docker/engine.sh"
 set -e
 ensure_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}"
 set +e
@@ -30,10 +33,15 @@ ctest_counts() {
   ((bad == 0)) || failures+=("$(grep -A1000 'The following tests FAILED' "$1" | tail -n +2)")
 }
 LOGS=$(mktemp -d)
-trap 'rm -rf "$LOGS"' EXIT
+trap 'engine_down; rm -rf "$LOGS"' EXIT
 
 say "1/4 release build (-Werror) and tests"
 if build_preset ci >"$LOGS/build-ci.log" 2>&1; then
+  if engine_up && build_test_images "$MAKA_ROOT/build/ci"; then
+    export MAKA_EVAL_E2E=1
+  else
+    record "docker engine for the e2e tests" 1
+  fi
   ctest --preset ci -j2 2>&1 | tee "$LOGS/ctest-ci.log" | grep -E '^\s*[0-9]+/[0-9]+ Test|tests passed|FAILED' || true
   ctest_counts "$LOGS/ctest-ci.log"
 else

@@ -4,6 +4,7 @@
 #include "contracts/wire_json.hpp"
 #include "in_container/fixture.hpp"
 #include "relay/exit_codes.hpp"
+#include "relay/trial_fixture.hpp"
 #include "support/child_process.hpp"
 #include "support/process.hpp"
 
@@ -20,95 +21,7 @@ namespace {
 using namespace maka_eval;
 using namespace maka_eval::test;
 namespace fs = std::filesystem;
-
-const std::string relay_binary = MAKA_EVAL_RELAY_BINARY;
-const std::string orchestrator_binary = MAKA_EVAL_TEST_ORCHESTRATOR;
-const std::string token = "relay-token-0123456789abcdef0123456789abcdef0123";
-
-std::vector<std::string> base_env() {
-    return {"PATH=/usr/bin:/bin", "MAKA_EVAL_RELAY_TOKEN=" + token, "HOME=/tmp"};
-}
-
-struct outcome {
-    int exit_code = -1;
-    boost::json::object transcript;
-    std::string relay_log;
-};
-
-// One trial: the orchestrator with `scenario_args`, the relay with `relay_args`, then `during` runs while
-// the trial is under way (to signal the relay, look at processes …).
-class trial {
-  public:
-    trial(std::vector<std::string> scenario_args, std::vector<std::string> relay_args = {},
-          std::vector<std::string> relay_env = base_env(),
-          std::vector<std::string> orchestrator_env = base_env())
-        : orchestrator_(make_orchestrator(std::move(scenario_args), orchestrator_env)) {
-        const auto port_line = orchestrator_.read_line();
-        REQUIRE(port_line);
-        REQUIRE(port_line->starts_with("port "));
-        std::vector<std::string> argv{relay_binary,    "connect",
-                                      "--host",        "127.0.0.1",
-                                      "--port",        port_line->substr(5),
-                                      "--work-dir",    dir_.path().string(),
-                                      "--helper",      helper_binary,
-                                      "--instruction", "do the task"};
-        argv.insert(argv.end(), relay_args.begin(), relay_args.end());
-        relay_.emplace(argv, relay_env);
-    }
-
-    // Waits until the subject runs (its scope file exists) and returns its pgid.
-    pid_t wait_running() {
-        for (int i = 0; i < 1000; ++i) {
-            if (fs::exists(dir_.path() / "agent")) {
-                for (const auto& entry : fs::directory_iterator(dir_.path() / "agent")) {
-                    const auto text = read_text(entry.path().string());
-                    if (!text.empty() && text.find('\n') != std::string::npos) {
-                        return static_cast<pid_t>(std::stol(text));
-                    }
-                }
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        }
-        FAIL("the subject never started");
-        return 0;
-    }
-
-    void signal(int sig) { ::kill(relay_->pid(), sig); }
-
-    outcome finish(int timeout_ms = 30000) {
-        outcome o;
-        o.exit_code = relay_->wait(timeout_ms);
-        o.relay_log = relay_->stderr_text();
-        const auto line = orchestrator_.read_line(timeout_ms);
-        REQUIRE(line);
-        o.transcript = contracts::parse_object(*line, 1 << 24).value();
-        INFO("relay log:\n" << o.relay_log);
-        return o;
-    }
-
-    [[nodiscard]] const fs::path& dir() const { return dir_.path(); }
-
-  private:
-    static child_process make_orchestrator(std::vector<std::string> args,
-                                           const std::vector<std::string>& env) {
-        args.insert(args.begin(), orchestrator_binary);
-        return child_process(args, env);
-    }
-    scratch dir_;
-    child_process orchestrator_;
-    std::optional<child_process> relay_;
-};
-
-std::vector<std::string> subject(std::vector<std::string> scenario, const std::string& script) {
-    scenario.insert(scenario.end(), {"-e", "HELPER=" + helper_binary, "--", "sh", "-c", script});
-    return scenario;
-}
-
-const boost::json::object& executed_of(const outcome& o) {
-    INFO("relay log:\n" << o.relay_log << "\ntranscript: " << contracts::to_wire(o.transcript));
-    REQUIRE(o.transcript.at("executed").is_object());
-    return o.transcript.at("executed").as_object();
-}
+using test::relay_token;
 
 bool gone_soon(pid_t pgid) {
     for (int i = 0; i < 300 && ::kill(-pgid, 0) == 0; ++i) {
@@ -164,7 +77,7 @@ TEST_CASE("environment and credentials reach the subject; no secret is on any co
     CHECK(executed_of(o).at("exitCode").as_int64() == 0);
     CHECK(executed_of(o).at("stdout").as_string() == "ok");
     CHECK(o.relay_log.find(canary) == std::string::npos);
-    CHECK(o.relay_log.find(token) == std::string::npos);
+    CHECK(o.relay_log.find(relay_token) == std::string::npos);
 }
 
 TEST_CASE("every execute refusal: the relay reports it, exits non-zero, and the subject never runs") {

@@ -1,0 +1,385 @@
+// End to end on a real Docker engine: `maka-eval-relay connect --env docker:C` against the loopback
+// orchestrator double, with a FROM-scratch BusyBox-only task image. Each test asserts what the orchestrator
+// received and what remains in the container. scripts/test.sh starts the engine, builds the images and sets
+// MAKA_EVAL_E2E=1; without it every test reports itself skipped (exit 77).
+#include "contracts/digest.hpp"
+#include "contracts/result_frame.hpp"
+#include "contracts/wire_json.hpp"
+#include "relay/exit_codes.hpp"
+#include "relay/trial_fixture.hpp"
+#include "support/process.hpp"
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <thread>
+
+#include <doctest/doctest.h>
+#include <openssl/evp.h>
+
+namespace {
+
+using namespace maka_eval;
+using namespace maka_eval::test;
+using namespace std::chrono_literals;
+
+const std::string in_container_helper = "/.maka-eval/maka-eval-helper";
+
+void require_engine() {
+    const char* enabled = std::getenv("MAKA_EVAL_E2E");
+    if (enabled == nullptr || std::string_view(enabled) != "1") {
+        std::exit(77); // skipped: no engine prepared for this run
+    }
+}
+
+std::string docker_cli() {
+    for (const char* path : {"/usr/bin/docker", "/usr/local/bin/docker"}) {
+        if (::access(path, X_OK) == 0) {
+            return path;
+        }
+    }
+    return "docker";
+}
+
+process_result docker(std::vector<std::string> args, int timeout_ms = 30000) {
+    args.insert(args.begin(), docker_cli());
+    return run_process(args, "", std::nullopt, timeout_ms);
+}
+
+std::string base64(std::string_view bytes) {
+    std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+    const int n =
+        EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                        reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
+    out.resize(static_cast<std::size_t>(n));
+    return out;
+}
+
+// A task container from the BusyBox-only image, removed at the end.
+class container {
+  public:
+    explicit container(std::vector<std::string> run_args = {},
+                       const std::string& image = "maka-eval-test-busybox:test") {
+        static int counter = 0;
+        name = "maka-e2e-" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
+        std::vector<std::string> args{"run", "-d", "--name", name};
+        args.insert(args.end(), run_args.begin(), run_args.end());
+        args.push_back(image);
+        const auto r = docker(args);
+        INFO(r.err);
+        REQUIRE(r.exit_code == 0);
+    }
+    ~container() { (void)docker({"rm", "-f", name}); }
+    container(const container&) = delete;
+    container& operator=(const container&) = delete;
+
+    process_result exec(const std::string& script, const std::string& user = "0") const {
+        return docker({"exec", "-u", user, name, "sh", "-c", script});
+    }
+    [[nodiscard]] std::vector<std::string> relay_args(std::vector<std::string> more = {}) const {
+        more.insert(more.begin(), {"--env", "docker:" + name});
+        return more;
+    }
+    [[nodiscard]] std::function<std::string()> scope() const {
+        return [this] { return exec("cat /logs/agent/.maka-eval-*.pid 2>/dev/null").out; };
+    }
+    [[nodiscard]] bool running() const {
+        return docker({"inspect", "-f", "{{.State.Running}}", name}).out.starts_with("true");
+    }
+    // Whether a process with exactly this command line runs. `ps` must answer: a probe that cannot run
+    // must fail the test, never pass it.
+    // `prefix`: a command line starting with `command_line` counts too.
+    [[nodiscard]] bool has_process(const std::string& command_line, bool prefix = false) const {
+        const auto r = exec("ps -o args");
+        REQUIRE(r.exit_code == 0);
+        std::string_view rest = r.out;
+        while (!rest.empty()) {
+            const auto end = rest.find('\n');
+            std::string_view line = rest.substr(0, end);
+            rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1);
+            while (!line.empty() && line.back() == ' ') {
+                line.remove_suffix(1);
+            }
+            if (line == command_line || (prefix && line.starts_with(command_line))) {
+                return true;
+            }
+        }
+        return false;
+    }
+    [[nodiscard]] bool no_process_soon(const std::string& marker, bool prefix = false) const {
+        for (int i = 0; i < 100 && has_process(marker, prefix); ++i) {
+            std::this_thread::sleep_for(50ms);
+        }
+        return !has_process(marker, prefix);
+    }
+    std::string name;
+};
+
+std::vector<std::string> in_container(std::vector<std::string> scenario, const std::string& script) {
+    return subject(std::move(scenario), script, in_container_helper);
+}
+
+TEST_CASE("the image holds BusyBox only: no bash, no util-linux setsid --wait (the original fails there)") {
+    require_engine();
+    container c;
+    CHECK(c.exec("command -v bash").exit_code != 0);
+    CHECK(c.exec("setsid --wait true").exit_code != 0);
+    trial t(in_container({}, "\"$HELPER\" frame '{\"busybox\":true}'"), c.relay_args());
+    const auto o = t.finish();
+    CHECK(o.exit_code == relay::exit_success);
+    CHECK(executed_of(o).at("stdout").as_string() == "{\"busybox\":true}");
+}
+
+TEST_CASE("the result-frame matrix through a container equals the projection, exit codes included") {
+    require_engine();
+    container c;
+    const std::string token = "0123456789abcdef0123456789abcdef";
+    const std::string valid = contracts::encode_frame(token, "{\"status\":\"completed\"}").value();
+    std::string bad_digest = valid;
+    bad_digest.replace(bad_digest.find(contracts::sha256_hex("{\"status\":\"completed\"}")), 64,
+                       std::string(64, '0'));
+    const std::string big_payload(2049, 'p');
+    const std::string oversize_payload = "MAKA-EVAL-RESULT-V1 " + token + " 2049 " +
+                                         contracts::sha256_hex(big_payload) + " " + std::string(2732, 'c') +
+                                         "\n";
+    const std::string non_utf8 =
+        "MAKA-EVAL-RESULT-V1 " + token + " 1 " + contracts::sha256_hex("\xff") + " _w\n";
+    struct example {
+        const char* name;
+        std::string carrier;
+        bool capture = true;
+        int exit_code = 0;
+    };
+    const std::vector<example> cases = {
+        {"valid", valid},
+        {"noise", "warming up\n" + valid + "done\n"},
+        {"missing", "no frame at all\n", true, 1},
+        {"ambiguous", valid + valid},
+        {"bad digest", bad_digest},
+        {"wrong token", contracts::encode_frame(std::string(32, 'a'), "{}").value()},
+        {"oversize carrier", std::string(70000, 'x')},
+        {"oversize payload", oversize_payload},
+        {"non-UTF-8 payload", non_utf8},
+        {"non-UTF-8 noise", "caf\xe9\n" + valid},
+        {"empty payload", contracts::encode_frame(token, "").value()},
+        {"captureStdout false", valid, false, 3},
+        {"stderr only", "", true, 2},
+    };
+    for (const auto& e : cases) {
+        CAPTURE(e.name);
+        std::vector<std::string> scenario{"-e", "CARRIER_B64=" + base64(e.carrier)};
+        if (!e.capture) {
+            scenario.push_back("--no-capture");
+        }
+        trial t(in_container(scenario, "printf '%s' \"$CARRIER_B64\" | base64 -d; echo on-stderr >&2; exit " +
+                                           std::to_string(e.exit_code)),
+                c.relay_args());
+        const auto o = t.finish();
+        const auto expected = contracts::project(e.carrier, token, e.capture);
+        const auto& executed = executed_of(o);
+        CHECK(executed.at("exitCode").as_int64() == e.exit_code);
+        CHECK(executed.at("stdout").as_string() == expected.stdout_text);
+        CHECK(contracts::to_wire(executed.at("diagnostic")) ==
+              contracts::to_wire(contracts::to_json(expected.diagnostic)));
+    }
+    // Artifacts hold stdout and stderr apart, raw.
+    CHECK(c.exec("cat /logs/artifacts/maka-subject.stderr.txt").out == "on-stderr\n");
+}
+
+TEST_CASE("environment and credentials reach the subject; no credential in argv, files or docker events") {
+    require_engine();
+    container c;
+    const std::string canary = "canary-e2e-" + std::to_string(::getpid());
+    const auto since =
+        std::to_string(std::chrono::system_clock::to_time_t(std::chrono::system_clock::now()) - 1);
+    auto orchestrator_env = base_env();
+    orchestrator_env.push_back("API_KEY=" + canary);
+    trial t(in_container(
+                {"-e", "MODE=offline", "--credential", "API_KEY"},
+                "test \"$MODE\" = offline && test \"$(printf %s \"$API_KEY\" | sha256sum | cut -c1-64)\" = " +
+                    contracts::sha256_hex(canary) + " && sleep 1 && \"$HELPER\" frame ok"),
+            c.relay_args(), base_env(), orchestrator_env);
+    t.wait_running(c.scope());
+    CHECK(c.exec("cat /proc/[0-9]*/cmdline").out.find(canary) == std::string::npos);
+    // The probe's own command line must not hold the canary (docker events records it): it is rebuilt in sh.
+    const std::string find_canary = "find / -xdev -type f -exec grep -l \"$(printf 'canary-e2e-%s' " +
+                                    std::to_string(::getpid()) + ")\" {} + 2>/dev/null";
+    CHECK(c.exec(find_canary).out.empty());
+    const auto o = t.finish();
+    CHECK(executed_of(o).at("stdout").as_string() == "ok");
+    const auto until =
+        std::to_string(std::chrono::system_clock::to_time_t(std::chrono::system_clock::now()) + 1);
+    const auto events = docker({"events", "--since", since, "--until", until, "--format", "{{json .}}"});
+    CHECK(events.out.find("exec_create") != std::string::npos);
+    CHECK(events.out.find(canary) == std::string::npos);
+    CHECK(c.exec(find_canary).out.empty());
+}
+
+// The egress gate: a sidecar holds the policy's namespace; MAKA_EVAL_EGRESS_REQUIRED=1.
+struct egress_cell {
+    container sidecar{{"--cap-drop", "NET_RAW"}};
+    std::vector<std::string> env() const {
+        auto e = base_env();
+        e.push_back("MAKA_EVAL_EGRESS_REQUIRED=1");
+        return e;
+    }
+    std::vector<std::string> relay_args(const container& subject) const {
+        return subject.relay_args({"--policy-sidecar", sidecar.name});
+    }
+};
+
+TEST_CASE("egress: a subject holding NET_RAW (cap-add) is refused before ready") {
+    require_engine();
+    egress_cell cell;
+    container c({"--network", "container:" + cell.sidecar.name, "--cap-add", "NET_RAW"});
+    trial t(in_container({}, "exit 0"), cell.relay_args(c), cell.env());
+    const auto o = t.finish();
+    CHECK(o.exit_code == relay::exit_environment);
+    CHECK(o.relay_log.find("the subject holds NET_RAW") != std::string::npos);
+    CHECK(o.transcript.at("ready").is_null());
+}
+
+TEST_CASE("egress: NET_RAW only in the bounding set of a uid-1000 subject is refused") {
+    require_engine();
+    egress_cell cell;
+    container c({"--network", "container:" + cell.sidecar.name, "--user", "1000:1000"});
+    trial t(in_container({}, "exit 0"), cell.relay_args(c), cell.env());
+    const auto o = t.finish();
+    CHECK(o.exit_code == relay::exit_environment);
+    CHECK(o.relay_log.find("NET_RAW") != std::string::npos);
+}
+
+TEST_CASE("egress: a subject outside the sidecar's network namespace is refused") {
+    require_engine();
+    egress_cell cell;
+    container c({"--cap-drop", "NET_RAW"});
+    trial t(in_container({}, "exit 0"), cell.relay_args(c), cell.env());
+    const auto o = t.finish();
+    CHECK(o.exit_code == relay::exit_environment);
+    CHECK(o.relay_log.find("network namespace") != std::string::npos);
+}
+
+TEST_CASE("egress: a subject sharing the namespace is admitted and /etc/hosts is pinned in place") {
+    require_engine();
+    egress_cell cell;
+    container c({"--network", "container:" + cell.sidecar.name, "--cap-drop", "NET_RAW"});
+    REQUIRE(c.exec("mkdir -p /opt/maka-egress && echo 172.18.0.2 > /opt/maka-egress/proxy-ipv4").exit_code ==
+            0);
+    const auto inode_before = c.exec("stat -c %i /etc/hosts").out;
+    trial t(in_container({}, "grep maka-eval-mitmproxy /etc/hosts"), cell.relay_args(c), cell.env());
+    const auto o = t.finish();
+    CHECK(o.exit_code == relay::exit_success);
+    CHECK(executed_of(o).at("exitCode").as_int64() == 0); // the subject saw the pin
+    CHECK(c.exec("tail -1 /etc/hosts").out == "172.18.0.2 maka-eval-mitmproxy\n");
+    CHECK(c.exec("stat -c %i /etc/hosts").out == inode_before);
+}
+
+TEST_CASE("egress: an unpublished proxy address fails the pin, before ready") {
+    require_engine();
+    egress_cell cell;
+    container c({"--network", "container:" + cell.sidecar.name, "--cap-drop", "NET_RAW"});
+    trial t(in_container({}, "exit 0"), cell.relay_args(c), cell.env());
+    const auto o = t.finish();
+    CHECK(o.exit_code == relay::exit_environment);
+    CHECK(o.relay_log.find("could not pin the Eval egress proxy hostname") != std::string::npos);
+}
+
+TEST_CASE("cancel: SIGTERM with a TERM-respecting subject, its last frame passes through") {
+    require_engine();
+    container c;
+    trial t(
+        in_container({}, "trap '\"$HELPER\" frame \"{\\\"stopped\\\":1}\"; exit 0' TERM; sleep 3611 & wait"),
+        c.relay_args());
+    t.wait_running(c.scope());
+    t.signal(SIGTERM);
+    const auto o = t.finish();
+    CHECK(o.exit_code == relay::exit_cancelled);
+    const auto& executed = executed_of(o);
+    CHECK(executed.at("termination").as_string() == "framework_timeout");
+    CHECK(executed.at("exitCode").as_int64() == 124);
+    CHECK(executed.at("stdout").as_string() == "{\"stopped\":1}");
+    CHECK(c.no_process_soon("sleep 3611"));
+    CHECK(c.running());
+}
+
+TEST_CASE("cancel: a TERM-ignoring subject and a setsid'd daemon are both gone, the container intact") {
+    require_engine();
+    container c;
+    trial t(in_container({}, "trap '' TERM; setsid sh -c 'trap \"\" TERM; exec sleep 3612' & sleep 3613"),
+            c.relay_args({"--term-grace-ms", "300"}));
+    t.wait_running(c.scope());
+    std::this_thread::sleep_for(200ms);
+    REQUIRE(c.has_process("sleep 3612"));
+    t.signal(SIGTERM);
+    const auto o = t.finish();
+    CHECK(o.exit_code == relay::exit_cancelled);
+    CHECK(executed_of(o).at("exitCode").as_int64() == 124);
+    CHECK(c.no_process_soon("sleep 3612"));
+    CHECK(c.no_process_soon("sleep 3613"));
+    CHECK(c.running());
+    CHECK(c.exec("ls /logs/agent").out.empty()); // the scope file is gone too
+}
+
+TEST_CASE("the orchestrator disconnecting mid-run settles the subject in the container") {
+    require_engine();
+    container c;
+    trial t(in_container({"--scenario", "close-during-run", "--delay-ms", "500"}, "sleep 3614"),
+            c.relay_args());
+    const auto o = t.finish();
+    CHECK(o.exit_code == relay::exit_transport_lost);
+    CHECK(o.transcript.at("executed").is_null());
+    CHECK(c.no_process_soon("sleep 3614"));
+}
+
+TEST_CASE("a SIGKILLed relay leaves nothing running: the helper settles on stdin EOF") {
+    require_engine();
+    container c;
+    trial t(in_container({}, "sleep 3615"), c.relay_args({"--term-grace-ms", "500"}));
+    t.wait_running(c.scope());
+    REQUIRE(c.has_process("/.maka-eval/helper-", true));
+    t.signal(SIGKILL);
+    (void)t.finish(10000);
+    CHECK(c.no_process_soon("sleep 3615"));
+    CHECK(c.no_process_soon("/.maka-eval/helper-", true));
+    CHECK(c.running());
+}
+
+TEST_CASE("the container killed mid-run: a clear error, no hang") {
+    require_engine();
+    container c;
+    trial t(in_container({}, "sleep 3616"), c.relay_args());
+    t.wait_running(c.scope());
+    const auto begun = std::chrono::steady_clock::now();
+    REQUIRE(docker({"kill", c.name}).exit_code == 0);
+    const auto o = t.finish(20000);
+    CHECK(std::chrono::steady_clock::now() - begun < 10s);
+    CHECK(o.exit_code == relay::exit_environment);
+    CHECK(o.relay_log.find("ended without a report") != std::string::npos);
+}
+
+TEST_CASE("errors name the problem: a missing container, a paused one") {
+    require_engine();
+    trial missing(in_container({}, "exit 0"), {"--env", "docker:maka-e2e-does-not-exist"});
+    auto o = missing.finish();
+    CHECK(o.exit_code == relay::exit_environment);
+    CHECK(o.relay_log.find("does not exist") != std::string::npos);
+    container c;
+    REQUIRE(docker({"pause", c.name}).exit_code == 0);
+    trial paused(in_container({}, "exit 0"), c.relay_args());
+    o = paused.finish();
+    CHECK(o.exit_code == relay::exit_environment);
+    CHECK(o.relay_log.find("paused") != std::string::npos);
+    (void)docker({"unpause", c.name});
+}
+
+TEST_CASE("a daemon started by a subject that exits normally survives, for the verifier") {
+    require_engine();
+    container c;
+    trial t(in_container({}, "setsid sleep 3617 >/dev/null 2>&1 & \"$HELPER\" frame '{}'"), c.relay_args());
+    const auto o = t.finish();
+    CHECK(o.exit_code == relay::exit_success);
+    std::this_thread::sleep_for(300ms);
+    CHECK(c.has_process("sleep 3617"));
+}
+
+} // namespace
