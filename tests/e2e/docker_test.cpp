@@ -130,6 +130,24 @@ TEST_CASE("the image holds BusyBox only: no bash, no util-linux setsid --wait (t
     CHECK(executed_of(o).at("stdout").as_string() == "{\"busybox\":true}");
 }
 
+TEST_CASE(
+    "uid 1000, all capabilities dropped, read-only root, no network, helper mounted instead of uploaded") {
+    require_engine();
+    container c({"--user", "1000:1000", "--cap-drop", "ALL", "--read-only", "--network", "none", "--mount",
+                 "type=tmpfs,destination=/logs,tmpfs-mode=1777", "-v",
+                 helper_binary + ":/maka-eval/maka-eval-helper:ro"});
+    // Harbor mounts /logs; here the capability-less container root prepares it on a tmpfs it owns.
+    REQUIRE(c.exec("chmod 1777 /logs && mkdir -p /logs/agent && chmod 1777 /logs/agent", "0").exit_code == 0);
+    trial t(subject({}, "id -u; \"$HELPER\" frame '{\"uid\":1000}'", "/maka-eval/maka-eval-helper"),
+            c.relay_args({"--helper-in-container", "/maka-eval/maka-eval-helper"}));
+    const auto o = t.finish();
+    CHECK(o.exit_code == relay::exit_success);
+    const auto& executed = executed_of(o);
+    CHECK(executed.at("stdout").as_string() == "{\"uid\":1000}");
+    CHECK(executed.at("exitCode").as_int64() == 0);
+    CHECK(c.exec("cat /logs/artifacts/maka-subject.stdout.txt", "1000").out.starts_with("1000\n"));
+}
+
 TEST_CASE("the result-frame matrix through a container equals the projection, exit codes included") {
     require_engine();
     container c;

@@ -46,6 +46,24 @@ TEST_CASE("happy path: ready, execute, the frame passed through in executed, ver
     CHECK(read_text((t.dir() / "artifacts" / "maka-subject.stdout.txt").string()).starts_with("noise\n"));
 }
 
+TEST_CASE("--log-format json: one JSON object per phase on stderr, with its duration") {
+    trial t(subject({}, "exit 0"), {"--log-format", "json"});
+    const auto o = t.finish();
+    CHECK(o.exit_code == relay::exit_success);
+    int phases = 0;
+    std::string_view rest = o.relay_log;
+    while (!rest.empty()) {
+        const auto end = rest.find('\n');
+        const auto line = rest.substr(0, end);
+        rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1);
+        const auto object = contracts::parse_object(line, 1 << 16);
+        REQUIRE(object.has_value());
+        CHECK(object->at("ms").is_int64());
+        phases += object->at("level").as_string() == "info" ? 1 : 0;
+    }
+    CHECK(phases >= 7); // connected, helper, ready, execute, started, exited, executed, verify
+}
+
 TEST_CASE("exit codes and captureStdout:false reach the orchestrator as the original reports them") {
     trial t(subject({"--no-capture"}, "\"$HELPER\" frame '{}'; exit 7"));
     const auto o = t.finish();
