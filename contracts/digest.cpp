@@ -1,23 +1,27 @@
-// SHA-256 via OpenSSL 3 EVP (see digest.hpp).
+// SHA-256 over OpenSSL's SHA256_* functions (see digest.hpp).
+//
+// Not the EVP interface: in a static binary EVP pulls in OpenSSL 3's whole provider machinery (~4 MB of the
+// helper), while SHA256_* is self-contained. They are deprecated in OpenSSL 3 but kept, and a fixed
+// algorithm needs none of what EVP adds.
+#define OPENSSL_SUPPRESS_DEPRECATED
 #include "contracts/digest.hpp"
 
 #include <array>
-#include <stdexcept>
 
-#include <openssl/evp.h>
+#include <openssl/sha.h>
 
 namespace maka_eval::contracts {
 namespace {
 
-EVP_MD_CTX* as_context(void* context) {
-    return static_cast<EVP_MD_CTX*>(context);
+SHA256_CTX* as_context(void* context) {
+    return static_cast<SHA256_CTX*>(context);
 }
 
-std::string to_hex(const unsigned char* data, unsigned size) {
+std::string to_hex(const unsigned char* data, std::size_t size) {
     static constexpr char digits[] = "0123456789abcdef";
     std::string out;
-    out.reserve(std::size_t{size} * 2U);
-    for (unsigned i = 0; i < size; ++i) {
+    out.reserve(size * 2U);
+    for (std::size_t i = 0; i < size; ++i) {
         out.push_back(digits[data[i] >> 4U]);
         out.push_back(digits[data[i] & 0x0FU]);
     }
@@ -27,31 +31,24 @@ std::string to_hex(const unsigned char* data, unsigned size) {
 } // namespace
 
 void sha256::context_deleter::operator()(void* context) const noexcept {
-    EVP_MD_CTX_free(as_context(context));
+    delete as_context(context);
 }
 
-sha256::sha256() : context_(EVP_MD_CTX_new()) {
-    // Allocation or initialisation failure of the digest is not an expected condition: it is fatal.
-    if (!context_ || EVP_DigestInit_ex(as_context(context_.get()), EVP_sha256(), nullptr) != 1) {
-        throw std::runtime_error("OpenSSL SHA-256 is unavailable");
-    }
+sha256::sha256() : context_(new SHA256_CTX) {
+    SHA256_Init(as_context(context_.get()));
 }
 
 void sha256::update(std::string_view bytes) {
     if (!bytes.empty()) {
-        EVP_DigestUpdate(as_context(context_.get()), bytes.data(), bytes.size());
+        SHA256_Update(as_context(context_.get()), bytes.data(), bytes.size());
     }
 }
 
 std::string sha256::hex() const {
-    std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> copy(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
-    std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
-    unsigned size = 0;
-    if (!copy || EVP_MD_CTX_copy_ex(copy.get(), as_context(context_.get())) != 1 ||
-        EVP_DigestFinal_ex(copy.get(), digest.data(), &size) != 1) {
-        throw std::runtime_error("OpenSSL SHA-256 failed");
-    }
-    return to_hex(digest.data(), size);
+    SHA256_CTX copy = *as_context(context_.get()); // the running state is left untouched
+    std::array<unsigned char, SHA256_DIGEST_LENGTH> digest{};
+    SHA256_Final(digest.data(), &copy);
+    return to_hex(digest.data(), digest.size());
 }
 
 std::string sha256_hex(std::string_view bytes) {

@@ -67,6 +67,8 @@ class backend {
                                           std::chrono::milliseconds budget) = 0;
     [[nodiscard]] virtual std::string scope_path(const std::string& name) const = 0;
     [[nodiscard]] virtual std::string artifacts_dir() const = 0;
+    // Engine API calls made so far, where there is an engine (the benchmark reports it per trial).
+    [[nodiscard]] virtual std::optional<unsigned> engine_calls() const { return std::nullopt; }
 };
 
 [[nodiscard]] boost::system::result<std::unique_ptr<backend>, backend_error>

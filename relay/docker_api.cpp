@@ -72,14 +72,16 @@ open_connection(std::string host) {
     co_return docker_error{"DOCKER_HOST " + host + " is neither unix:// nor tcp://"};
 }
 
-http::request<http::string_body> make_request(http::verb verb, const std::string& target, std::string body,
-                                              const std::string& content_type) {
-    http::request<http::string_body> req{verb, target, 11};
+// The body is referenced, not copied: an upload body is a whole helper binary.
+http::request<http::span_body<const char>> make_request(http::verb verb, const std::string& target,
+                                                        std::string_view body,
+                                                        const std::string& content_type) {
+    http::request<http::span_body<const char>> req{verb, target, 11};
     req.set(http::field::host, "docker");
     req.set(http::field::user_agent, "maka-eval-relay");
     if (!body.empty() || verb == http::verb::post || verb == http::verb::put) {
         req.set(http::field::content_type, content_type);
-        req.body() = std::move(body);
+        req.body() = boost::span<const char>(body.data(), body.size());
         req.prepare_payload();
     }
     return req;
@@ -209,11 +211,9 @@ docker_api::docker_api(asio::any_io_executor executor, std::string host)
     : executor_(std::move(executor)), host_(std::move(host)) {}
 
 asio::awaitable<boost::system::result<std::string, docker_error>> docker_api::negotiate() {
-    auto response = co_await request("GET", "/_ping");
-    if (!response) {
-        co_return response.error();
-    }
-    auto version = co_await request("GET", "/version");
+    negotiated_ = true;
+    version_prefix_.clear();
+    auto version = co_await send("GET", "/version", {}, {});
     if (!version || version->status != 200) {
         co_return docker_error{"the Docker engine at " + host_ + " did not say its version"};
     }
@@ -236,12 +236,27 @@ asio::awaitable<boost::system::result<std::string, docker_error>> docker_api::ne
 
 asio::awaitable<boost::system::result<docker_response, docker_error>>
 docker_api::request(std::string method, std::string target, std::string body, std::string content_type) {
+    auto response = co_await send(method, target, body, content_type);
+    // "client version 1.41 is too new": speak the engine's older version, once.
+    if (response && response->status == 400 && !negotiated_ &&
+        response->body.find("too new") != std::string::npos) {
+        auto version = co_await negotiate();
+        if (version) {
+            response = co_await send(method, target, body, content_type);
+        }
+    }
+    co_return response;
+}
+
+asio::awaitable<boost::system::result<docker_response, docker_error>>
+docker_api::send(const std::string& method, const std::string& target, const std::string& body,
+                 const std::string& content_type) {
+    ++calls_;
     auto c = co_await open_connection(host_);
     if (!c) {
         co_return c.error();
     }
-    auto req =
-        make_request(http::string_to_verb(method), version_prefix_ + target, std::move(body), content_type);
+    auto req = make_request(http::string_to_verb(method), version_prefix_ + target, body, content_type);
     auto [wec, written] =
         co_await (*c)->visit([&](auto& s) { return http::async_write(s, req, as_tuple(use_awaitable)); });
     if (wec) {
@@ -334,10 +349,10 @@ docker_api::exec(std::string container, exec_spec spec, std::string& exec_id) {
         co_return created.error();
     }
     if (created->status != 201) {
-        const std::string why = created->status == 404   ? "does not exist"
-                                : created->status == 409 ? "is not running (stopped or paused)"
-                                                         : engine_message(created->body);
-        co_return docker_error{"cannot exec in container " + container + ": it " + why, created->status};
+        // 404: no such container; 409: the engine says whether it is paused or stopped.
+        const std::string why = created->status == 404 ? "container " + container + " does not exist"
+                                                       : engine_message(created->body);
+        co_return docker_error{"cannot exec in container " + container + ": " + why, created->status};
     }
     boost::system::error_code ec;
     auto id = boost::json::parse(created->body, ec);
@@ -345,6 +360,7 @@ docker_api::exec(std::string container, exec_spec spec, std::string& exec_id) {
         co_return docker_error{"the Docker engine sent an unreadable exec id"};
     }
     exec_id = std::string(id.get_object().at("Id").as_string());
+    ++calls_;
     auto c = co_await open_connection(host_);
     if (!c) {
         co_return c.error();

@@ -59,7 +59,7 @@ class docker_api {
   public:
     docker_api(asio::any_io_executor executor, std::string host);
 
-    // The engine's API version, from /_ping; fails when no engine answers.
+    // The engine's API version, from /version; fails when no engine answers.
     asio::awaitable<boost::system::result<std::string, docker_error>> negotiate();
     asio::awaitable<boost::system::result<docker_response, docker_error>>
     request(std::string method, std::string target, std::string body = {},
@@ -73,11 +73,20 @@ class docker_api {
     asio::awaitable<boost::system::result<int, docker_error>> exec_exit_code(std::string exec_id);
 
     [[nodiscard]] const std::string& host() const { return host_; }
+    // HTTP requests made so far (an exec stream counts once), for the benchmark's engine-call figure.
+    [[nodiscard]] unsigned calls() const { return calls_; }
 
   private:
+    asio::awaitable<boost::system::result<docker_response, docker_error>>
+    send(const std::string& method, const std::string& target, const std::string& body,
+         const std::string& content_type);
     asio::any_io_executor executor_;
     std::string host_;
-    std::string version_prefix_; // "/v1.41"
+    // API 1.41 (Docker 20.10) is assumed and only negotiated down when an older engine refuses it: one
+    // engine call fewer on every trial.
+    std::string version_prefix_ = "/v1.41";
+    bool negotiated_ = false;
+    unsigned calls_ = 0;
 };
 
 } // namespace maka_eval::relay

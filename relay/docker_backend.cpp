@@ -6,6 +6,7 @@
 #include "relay/docker_api.hpp"
 #include "relay/tar_archive.hpp"
 
+#include <array>
 #include <fstream>
 #include <sstream>
 
@@ -26,11 +27,18 @@ constexpr std::string_view helper_directory = ".maka-eval";
 
 class docker_session final : public helper_session {
   public:
-    explicit docker_session(std::unique_ptr<exec_stream> stream) : stream_(std::move(stream)) {}
+    // `first` is the line already read to know the helper started (its `hello`).
+    docker_session(std::unique_ptr<exec_stream> stream, std::string first)
+        : stream_(std::move(stream)), first_(std::move(first)) {}
     asio::awaitable<bool> send(std::string line) override {
         co_return co_await stream_->write(std::move(line));
     }
     asio::awaitable<std::optional<std::string>> receive() override {
+        if (first_) {
+            auto line = std::move(first_);
+            first_.reset();
+            co_return line;
+        }
         co_return co_await stream_->read_line(contracts::session_line_limit_bytes);
     }
     void close_input() override { stream_->close_stdin(); }
@@ -38,36 +46,64 @@ class docker_session final : public helper_session {
 
   private:
     std::unique_ptr<exec_stream> stream_;
+    std::optional<std::string> first_;
 };
 
 class docker_backend final : public backend {
   public:
     docker_backend(asio::any_io_executor executor, const common_options& options, std::string helper_on_host)
-        : api_(executor, docker_host()), options_(options), helper_on_host_(std::move(helper_on_host)),
+        : api_(std::move(executor), docker_host()), options_(options),
+          helper_on_host_(std::move(helper_on_host)),
           container_(options.env_spec.starts_with("docker:") ? options.env_spec.substr(7) : std::string()) {}
 
     std::string describe() const override { return "docker (" + container_ + " via " + api_.host() + ")"; }
+    std::optional<unsigned> engine_calls() const override { return api_.calls(); }
 
+    // Two engine calls on the common path (exec create, exec start). Only when that exec finds no helper —
+    // the first trial in this container — is the helper uploaded and the session started again.
     asio::awaitable<boost::system::result<std::unique_ptr<helper_session>, backend_error>>
     open_session() override {
-        auto ready = co_await prepare();
-        if (!ready) {
-            co_return ready.error();
+        auto resolved = co_await resolve();
+        if (!resolved) {
+            co_return resolved.error();
         }
-        exec_spec spec{{helper_in_container_, "session"}, {}, {}, true};
-        std::string id;
-        auto stream = co_await api_.exec(container_, std::move(spec), id);
-        if (!stream) {
-            co_return backend_error{stream.error().message};
+        for (int attempt = 0; attempt < 2; ++attempt) {
+            exec_spec spec{{helper_in_container_, "session"}, {}, {}, true};
+            std::string id;
+            auto stream = co_await api_.exec(container_, std::move(spec), id);
+            if (!stream) {
+                co_return backend_error{stream.error().message};
+            }
+            auto first = co_await (*stream)->read_line(contracts::session_line_limit_bytes);
+            // The first line must be the helper's hello: when the binary is missing, the engine writes its
+            // own error ("OCI runtime exec failed …") into the stream instead.
+            const auto hello = first ? contracts::parse_session_message(*first)
+                                     : boost::system::result<contracts::session_message, contracts::failure>(
+                                           contracts::failure{});
+            if (hello && std::holds_alternative<contracts::hello_message>(*hello)) {
+                co_return std::unique_ptr<helper_session>(
+                    std::make_unique<docker_session>(std::move(*stream), std::move(*first)));
+            }
+            const int code = co_await exit_code_of(id);
+            if (attempt == 0 && (code == 126 || code == 127) && options_.helper_in_container.empty()) {
+                auto placed = co_await upload_helper();
+                if (!placed) {
+                    co_return placed.error();
+                }
+                continue;
+            }
+            const std::string said = first ? *first : (*stream)->stderr_text();
+            co_return backend_error{"maka-eval-helper did not start in container " + container_ + " (exit " +
+                                    std::to_string(code) + ")" + (said.empty() ? "" : ": " + said)};
         }
-        co_return std::unique_ptr<helper_session>(std::make_unique<docker_session>(std::move(*stream)));
+        co_return backend_error{"maka-eval-helper did not start in container " + container_};
     }
 
     asio::awaitable<boost::system::result<exec_output, backend_error>>
     run_helper_as_root(std::vector<std::string> args) override {
-        auto ready = co_await prepare();
-        if (!ready) {
-            co_return ready.error();
+        auto resolved = co_await resolve();
+        if (!resolved) {
+            co_return resolved.error();
         }
         args.insert(args.begin(), helper_in_container_);
         // "0", not "root": FROM-scratch images have no /etc/passwd to look the name up in.
@@ -76,16 +112,23 @@ class docker_backend final : public backend {
 
     asio::awaitable<boost::system::result<std::string, backend_error>>
     policy_namespace(std::string sidecar) override {
-        auto ready = co_await prepare();
-        if (!ready) {
-            co_return ready.error();
+        auto resolved = co_await resolve();
+        if (!resolved) {
+            co_return resolved.error();
         }
         // The sidecar is the compose service of that name beside the subject, or a container of that name.
         std::string target = sidecar;
-        if (!compose_project_.empty()) {
-            auto found = co_await api_.find_compose_container(compose_project_, sidecar);
-            if (found) {
-                target = *found;
+        auto info = co_await api_.inspect_container(container_);
+        if (info) {
+            const auto& labels = info->at("Config").as_object().at("Labels");
+            const auto* project =
+                labels.is_object() ? labels.as_object().if_contains("com.docker.compose.project") : nullptr;
+            if (project != nullptr && project->is_string()) {
+                auto found =
+                    co_await api_.find_compose_container(std::string(project->get_string()), sidecar);
+                if (found) {
+                    target = *found;
+                }
             }
         }
         std::vector<std::string> probe{"readlink", "/proc/self/ns/net"};
@@ -126,14 +169,11 @@ class docker_backend final : public backend {
         (void)co_await api_.request("DELETE", "/containers/" + container_ + "?force=1&v=1");
     }
 
-    // Once per trial: engine version, the container (running, not paused), the helper inside it.
-    asio::awaitable<boost::system::result<void, backend_error>> prepare() {
-        if (prepared_) {
+    // Once: the container (by name, or by compose labels) and where the helper lives in it. No engine call
+    // unless compose labels must be looked up.
+    asio::awaitable<boost::system::result<void, backend_error>> resolve() {
+        if (resolved_) {
             co_return boost::system::result<void, backend_error>{};
-        }
-        auto version = co_await api_.negotiate();
-        if (!version) {
-            co_return backend_error{version.error().message};
         }
         if (!options_.compose_project.empty()) {
             auto found =
@@ -143,54 +183,37 @@ class docker_backend final : public backend {
             }
             container_ = *found;
         }
-        auto info = co_await api_.inspect_container(container_);
-        if (!info) {
-            co_return backend_error{info.error().message};
-        }
-        const auto& state = info->at("State").as_object();
-        if (state.at("Paused").as_bool()) {
-            co_return backend_error{"container " + container_ + " is paused"};
-        }
-        if (!state.at("Running").as_bool()) {
-            co_return backend_error{"container " + container_ + " is not running"};
-        }
-        const auto& labels = info->at("Config").as_object().at("Labels");
-        if (labels.is_object()) {
-            if (const auto* project = labels.as_object().if_contains("com.docker.compose.project")) {
-                compose_project_ = std::string(project->as_string());
+        if (!options_.helper_in_container.empty()) {
+            helper_in_container_ = options_.helper_in_container; // mounted by the user (compose overlay)
+        } else {
+            // Content-addressed: a helper at this path is this very build. Hashed in chunks: the binary is
+            // only held in memory when it must be uploaded.
+            std::ifstream in(helper_on_host_, std::ios::binary);
+            contracts::sha256 digest;
+            std::array<char, 65536> chunk{};
+            std::size_t size = 0;
+            while (in.read(chunk.data(), chunk.size()) || in.gcount() > 0) {
+                digest.update({chunk.data(), static_cast<std::size_t>(in.gcount())});
+                size += static_cast<std::size_t>(in.gcount());
             }
+            if (size == 0) {
+                co_return backend_error{"cannot read " + helper_on_host_};
+            }
+            helper_name_ = "helper-" + digest.hex().substr(0, 16);
+            helper_in_container_ = "/" + std::string(helper_directory) + "/" + helper_name_;
         }
-        auto placed = co_await place_helper();
-        if (!placed) {
-            co_return placed.error();
-        }
-        prepared_ = true;
+        resolved_ = true;
         co_return boost::system::result<void, backend_error>{};
     }
 
-    asio::awaitable<boost::system::result<void, backend_error>> place_helper() {
-        if (!options_.helper_in_container.empty()) {
-            helper_in_container_ = options_.helper_in_container; // mounted by the user (compose overlay)
-            co_return boost::system::result<void, backend_error>{};
-        }
-        std::ifstream in(helper_on_host_, std::ios::binary);
-        std::ostringstream bytes;
-        bytes << in.rdbuf();
-        const std::string binary = bytes.str();
-        if (binary.empty()) {
+    asio::awaitable<boost::system::result<void, backend_error>> upload_helper() {
+        auto archive =
+            tar_one_file_from(helper_directory, helper_name_, helper_on_host_, 0755, "maka-eval-helper");
+        if (!archive) {
             co_return backend_error{"cannot read " + helper_on_host_};
         }
-        // Content-addressed: present means this very build is there already.
-        const std::string name = "helper-" + contracts::sha256_hex(binary).substr(0, 16);
-        helper_in_container_ = "/" + std::string(helper_directory) + "/" + name;
-        auto present = co_await api_.request("HEAD", "/containers/" + container_ +
-                                                         "/archive?path=" + helper_in_container_);
-        if (present && present->status == 200) {
-            co_return boost::system::result<void, backend_error>{};
-        }
-        auto put = co_await api_.request(
-            "PUT", "/containers/" + container_ + "/archive?path=/",
-            tar_one_file(helper_directory, name, binary, 0755, "maka-eval-helper"), "application/x-tar");
+        std::string target = "/containers/" + container_ + "/archive?path=/";
+        auto put = co_await api_.request("PUT", std::move(target), std::move(*archive), "application/x-tar");
         if (!put || put->status != 200) {
             co_return backend_error{"cannot put maka-eval-helper into container " + container_ +
                                     (put ? " (HTTP " + std::to_string(put->status) + "; a read-only root?)"
@@ -198,6 +221,20 @@ class docker_backend final : public backend {
                                     ": mount it into the container and pass --helper-in-container PATH"};
         }
         co_return boost::system::result<void, backend_error>{};
+    }
+
+    // The stream ends a moment before the engine records the exit code: ask until it has one (5 s at most).
+    asio::awaitable<int> exit_code_of(const std::string& id) {
+        asio::steady_timer timer(co_await asio::this_coro::executor);
+        for (int attempt = 0; attempt < 250; ++attempt) {
+            auto code = co_await api_.exec_exit_code(id);
+            if (code) {
+                co_return *code;
+            }
+            timer.expires_after(std::chrono::milliseconds(20));
+            co_await timer.async_wait(as_tuple(use_awaitable));
+        }
+        co_return -1;
     }
 
     asio::awaitable<boost::system::result<exec_output, backend_error>>
@@ -211,17 +248,7 @@ class docker_backend final : public backend {
         exec_output out;
         out.out = co_await (*stream)->read_rest(1U << 20U);
         out.err = (*stream)->stderr_text();
-        // The stream ends a moment before the engine records the exit code.
-        asio::steady_timer timer(co_await asio::this_coro::executor);
-        for (int attempt = 0; attempt < 250; ++attempt) {
-            auto code = co_await api_.exec_exit_code(id);
-            if (code) {
-                out.exit_code = *code;
-                break;
-            }
-            timer.expires_after(std::chrono::milliseconds(20));
-            co_await timer.async_wait(as_tuple(use_awaitable));
-        }
+        out.exit_code = co_await exit_code_of(id);
         co_return out;
     }
 
@@ -229,9 +256,10 @@ class docker_backend final : public backend {
     const common_options& options_;
     std::string helper_on_host_;
     std::string container_;
-    std::string compose_project_;
+
+    std::string helper_name_;
     std::string helper_in_container_;
-    bool prepared_ = false;
+    bool resolved_ = false;
 };
 
 } // namespace

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 
 namespace maka_eval::relay {
 namespace {
@@ -41,19 +42,54 @@ std::string header(std::string_view path, std::size_t size, unsigned mode, char 
     return std::string(h.data(), h.size());
 }
 
-} // namespace
-
-std::string tar_one_file(std::string_view directory, std::string_view name, std::string_view content,
-                         unsigned mode, std::string_view alias) {
+// Headers, then `size` bytes written by `fill` in place, then padding, the alias and the end blocks.
+template <typename Fill>
+bool build(std::string& out, std::string_view directory, std::string_view name, std::size_t size,
+           unsigned mode, std::string_view alias, Fill&& fill) {
     const std::string dir = std::string(directory) + "/";
-    std::string out = header(dir, 0, 0755, '5');
-    out += header(dir + std::string(name), content.size(), mode, '0');
-    out.append(content);
-    out.append((block - content.size() % block) % block, '\0');
+    out.reserve(4 * block + size + block);
+    out = header(dir, 0, 0755, '5');
+    out += header(dir + std::string(name), size, mode, '0');
+    const std::size_t at = out.size();
+    out.resize(at + size);
+    if (!fill(out.data() + at)) {
+        return false;
+    }
+    out.append((block - size % block) % block, '\0');
     if (!alias.empty()) {
         out += header(dir + std::string(alias), 0, 0777, '2', name);
     }
     out.append(2 * block, '\0');
+    return true;
+}
+
+} // namespace
+
+std::string tar_one_file(std::string_view directory, std::string_view name, std::string_view content,
+                         unsigned mode, std::string_view alias) {
+    std::string out;
+    build(out, directory, name, content.size(), mode, alias, [&](char* at) {
+        std::memcpy(at, content.data(), content.size());
+        return true;
+    });
+    return out;
+}
+
+std::optional<std::string> tar_one_file_from(std::string_view directory, std::string_view name,
+                                             const std::string& path, unsigned mode, std::string_view alias) {
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    if (!in) {
+        return std::nullopt;
+    }
+    const auto size = static_cast<std::size_t>(in.tellg());
+    in.seekg(0);
+    std::string out;
+    const bool ok = build(out, directory, name, size, mode, alias, [&](char* at) {
+        return static_cast<bool>(in.read(at, static_cast<std::streamsize>(size)));
+    });
+    if (!ok) {
+        return std::nullopt;
+    }
     return out;
 }
 

@@ -3,6 +3,7 @@
 // fields.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -12,5 +13,11 @@ namespace maka_eval::relay {
 // `directory/alias` → `name`; then the end-of-archive blocks.
 [[nodiscard]] std::string tar_one_file(std::string_view directory, std::string_view name,
                                        std::string_view content, unsigned mode, std::string_view alias = {});
+
+// The same with the file at `path` as content, read straight into the archive (one copy of a large binary
+// in memory, not two); nullopt when it cannot be read.
+[[nodiscard]] std::optional<std::string> tar_one_file_from(std::string_view directory, std::string_view name,
+                                                           const std::string& path, unsigned mode,
+                                                           std::string_view alias = {});
 
 } // namespace maka_eval::relay

@@ -15,6 +15,7 @@
 #include <csignal>
 #include <memory>
 #include <optional>
+#include <sys/resource.h>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -210,6 +211,11 @@ asio::awaitable<trial_outcome> trial::run() {
     spawn(watch_signals());
     auto result = co_await prepare_and_run();
     finish();
+    rusage usage{};
+    ::getrusage(RUSAGE_SELF, &usage);
+    const auto calls = env_.engine_calls();
+    log_.phase("done", {{"peakRssKiB", std::to_string(usage.ru_maxrss)},
+                        {"engineCalls", calls ? std::to_string(*calls) : std::string("-")}});
     co_return result;
 }
 
