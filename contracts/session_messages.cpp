@@ -245,7 +245,8 @@ struct to_json_visitor {
             {"diagnostic", to_json(m.diagnostic)},
             {"artifacts",
              {{"stdout", artifact_json(m.stdout_artifact)}, {"stderr", artifact_json(m.stderr_artifact)}}},
-            {"runMs", m.run_ms}};
+            {"runMs", m.run_ms},
+            {"peakRssKiB", m.peak_rss_kib}};
         if (m.settled) {
             out["settleMs"] = m.settle_ms;
             out["signalled"] = m.signalled;
@@ -366,6 +367,7 @@ boost::system::result<session_message, failure> from_json(const json::object& ob
             }
         }
         m.run_ms = r.count("runMs");
+        m.peak_rss_kib = r.count("peakRssKiB", false);
         if (m.settled) {
             m.settle_ms = r.count("settleMs");
             m.signalled = r.count("signalled");

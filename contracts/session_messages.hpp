@@ -94,11 +94,12 @@ struct report_message {
     contracts::diagnostic diagnostic;
     artifact_summary stdout_artifact;
     artifact_summary stderr_artifact;
-    std::uint64_t run_ms = 0;    // start → leader exit
-    std::uint64_t settle_ms = 0; // cancel → no child left (settled only)
-    std::uint64_t signalled = 0; // processes signalled while settling
-    std::string reason;          // settled: why
-    bool quiesced = true;        // settled: false when processes were still alive after the KILL grace
+    std::uint64_t peak_rss_kib = 0; // the helper's own peak resident memory
+    std::uint64_t run_ms = 0;       // start → leader exit
+    std::uint64_t settle_ms = 0;    // cancel → no child left (settled only)
+    std::uint64_t signalled = 0;    // processes signalled while settling
+    std::string reason;             // settled: why
+    bool quiesced = true;           // settled: false when processes were still alive after the KILL grace
 };
 
 struct error_message {

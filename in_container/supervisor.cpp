@@ -2,6 +2,7 @@
 #include "in_container/supervisor.hpp"
 
 #include "contracts/limits.hpp"
+#include "contracts/proc_status.hpp"
 #include "contracts/result_frame.hpp"
 #include "contracts/secret.hpp"
 #include "in_container/io.hpp"
@@ -538,6 +539,7 @@ report_message supervision::report() {
     m.stdout_artifact = {out_.path, out_.bytes, out_.digest.hex()};
     m.stderr_artifact = {err_.path, err_.bytes, err_.digest.hex()};
     m.run_ms = ms_between(started_at_, leader_gone_ ? exited_at_ : clock_type::now());
+    m.peak_rss_kib = contracts::peak_rss_kib();
     if (settling_) {
         m.settle_ms = ms_between(settle_started_, settled_at_);
         m.signalled = signalled_.size();

@@ -117,7 +117,7 @@ int run_command(std::span<const std::string_view> args) {
             seen = std::move(t);
         }
     });
-    phase_log log(options->common.log, options->common.quiet || options->json);
+    phase_log log(options->common.log, options->common.quiet);
     const trial_config config{"127.0.0.1", orchestrator.port(), token, options->instruction, options->common};
     const int code = drive(context, config, **env, log);
     const std::string artifacts = (*env)->artifacts_dir();

@@ -6,6 +6,7 @@
 #include "contracts/digest.hpp"
 #include "contracts/limits.hpp"
 #include "contracts/orchestrator_messages.hpp"
+#include "contracts/proc_status.hpp"
 #include "contracts/secret.hpp"
 #include "contracts/session_messages.hpp"
 #include "contracts/wire_json.hpp"
@@ -15,7 +16,6 @@
 #include <csignal>
 #include <memory>
 #include <optional>
-#include <sys/resource.h>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -211,10 +211,8 @@ asio::awaitable<trial_outcome> trial::run() {
     spawn(watch_signals());
     auto result = co_await prepare_and_run();
     finish();
-    rusage usage{};
-    ::getrusage(RUSAGE_SELF, &usage);
     const auto calls = env_.engine_calls();
-    log_.phase("done", {{"peakRssKiB", std::to_string(usage.ru_maxrss)},
+    log_.phase("done", {{"peakRssKiB", std::to_string(contracts::peak_rss_kib())},
                         {"engineCalls", calls ? std::to_string(*calls) : std::string("-")}});
     co_return result;
 }
@@ -417,7 +415,8 @@ asio::awaitable<trial_outcome> trial::supervise(const contracts::execute_request
             if (const auto* report = std::get_if<contracts::report_message>(&e->message)) {
                 log_.phase("exited",
                            {{"exitCode", std::to_string(report->exit_code)},
-                            {"diagnostic", std::string(contracts::to_string(report->diagnostic.kind))}});
+                            {"diagnostic", std::string(contracts::to_string(report->diagnostic.kind))},
+                            {"helperPeakRssKiB", std::to_string(report->peak_rss_kib)}});
                 // Artifacts are already in place (the helper streamed them): `executed` follows at once.
                 const contracts::executed_message executed{config_.token, contracts::termination::exited,
                                                            report->exit_code, report->stdout_text,
@@ -517,7 +516,9 @@ asio::awaitable<std::optional<contracts::report_message>> trial::settle(const st
             }
             log_.phase(report->settled ? "settled" : "exited",
                        {{"exitCode", std::to_string(report->exit_code)},
-                        {"signalled", std::to_string(report->signalled)}});
+                        {"signalled", std::to_string(report->signalled)},
+                        {"settleMs", std::to_string(report->settle_ms)},
+                        {"helperPeakRssKiB", std::to_string(report->peak_rss_kib)}});
             co_return *report;
         }
     }

@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""The benchmark driver behind bench/run.sh: runs each measurement, prints one table.
+
+Every figure is a median with min/max over repeated runs; every ratio is against a baseline measured in
+the same run. Measurements (issue targets in brackets):
+  1. per-trial overhead: `maka-eval-relay run --env docker:C -- true` wall time (relay start to exit, which
+     includes executed and verify) against a bare engine exec of `true` in the same container through the
+     same Engine API client [<= 1.5x]; engine calls per trial [<= 3]
+  2. cancel-to-quiet beyond the TERM grace, for a TERM-respecting subject, a TERM-ignoring one and one with a
+     setsid'd daemon [<= 150 ms]: the helper's settleMs (cancel received -> no descendant alive) less the grace,
+     and SIGTERM-to-relay-exit wall time less the grace
+  3. peak RSS of the relay and of the helper while the subject prints 1 MiB, 100 MiB, 1 GiB [<= 16 MiB]
+  4. 32 concurrent trials in 32 containers: wall time, relay CPU seconds per trial, lost results [0]
+  5. frame projection on a 64 KiB carrier (for the record)
+"""
+import argparse
+import json
+import os
+import resource
+import signal
+import statistics
+import subprocess
+import time
+
+TOKEN_FRAME = "/.maka-eval/maka-eval-helper frame"
+
+
+def docker(*args, check=True):
+    return subprocess.run(["docker", *args], capture_output=True, text=True, check=check)
+
+
+class Container:
+    def __init__(self, name):
+        self.name = name
+        docker("rm", "-f", name, check=False)
+        docker("run", "-d", "--name", name, "maka-eval-test-busybox:test")
+
+    def remove(self):
+        docker("rm", "-f", self.name, check=False)
+
+
+def phases(stderr):
+    """The relay's --log-format json lines, by phase name (the last of each)."""
+    out = {}
+    for line in stderr.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        out[entry.get("phase")] = entry
+    return out
+
+
+def run_trial(relay, container, script, extra=(), env=None):
+    """One trial through `maka-eval-relay run`; returns (wall seconds, result json, phases, rusage)."""
+    argv = [relay, "run", "--env", f"docker:{container}", "--json", "--log-format", "json", *extra, "--", "sh", "-c", script]
+    begun = time.monotonic()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    out, err = proc.communicate()
+    wall = time.monotonic() - begun
+    return wall, json.loads(out.strip().splitlines()[-1]), phases(err)
+
+
+def stats(values):
+    return statistics.median(values), min(values), max(values)
+
+
+def fmt(values, unit, digits=1):
+    med, lo, hi = stats(values)
+    return f"{med:.{digits}f} {unit} ({lo:.{digits}f}–{hi:.{digits}f})"
+
+
+def overhead(build, relay, repeats, rows):
+    c = Container("maka-bench-overhead")
+    try:
+        run_trial(relay, c.name, "true")  # the one-time helper upload
+        baseline = json.loads(subprocess.run([f"{build}/bench/maka-eval-bench", "bare-exec", c.name, str(repeats)],
+                                             capture_output=True, text=True, check=True).stdout)
+        walls, calls = [], []
+        for _ in range(repeats):
+            wall, result, ph = run_trial(relay, c.name, "true")
+            assert result["executed"]["exitCode"] == 0, result
+            walls.append(wall * 1000)
+            calls.append(int(ph["done"]["engineCalls"]))
+        ratio = statistics.median(walls) / statistics.median(baseline)
+        rows.append(("bare engine exec of `true` (baseline)", fmt(baseline, "ms"), ""))
+        rows.append(("per-trial: relay start → exit, no-op subject", fmt(walls, "ms"),
+                     f"{ratio:.2f}× baseline (target ≤ 1.5×)"))
+        rows.append(("engine calls per trial (no egress)", f"{statistics.median(calls):.0f}", "target ≤ 3"))
+    finally:
+        c.remove()
+
+
+def cancel(relay, repeats, rows):
+    grace_ms = 500
+    variants = [
+        ("TERM-respecting subject", "trap 'exit 0' TERM; sleep 3600 & wait", 0),
+        ("TERM-ignoring subject", "trap '' TERM; sleep 3600", grace_ms),
+        ("subject with a setsid'd daemon", "setsid sleep 3600 & sleep 3600", 0),
+    ]
+    c = Container("maka-bench-cancel")
+    try:
+        run_trial(relay, c.name, "true")
+        for label, script, grace in variants:
+            helper_side, wall_side = [], []
+            for _ in range(repeats):
+                argv = [relay, "run", "--env", f"docker:{c.name}", "--json", "--log-format", "json",
+                        "--term-grace-ms", str(grace_ms), "--", "sh", "-c", script]
+                proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                time.sleep(1.0)  # the subject is running by now (a trial starts in well under 200 ms)
+                sent = time.monotonic()
+                proc.send_signal(signal.SIGTERM)
+                out, err = proc.communicate()
+                wall_ms = (time.monotonic() - sent) * 1000
+                ph = phases(err)
+                settled = ph.get("settled")
+                assert settled is not None, err
+                assert json.loads(out.strip().splitlines()[-1])["executed"]["exitCode"] == 124
+                left = docker("exec", c.name, "ps", "-o", "args").stdout
+                assert "sleep 3600" not in left, left
+                helper_side.append(int(settled["settleMs"]) - grace)
+                wall_side.append(wall_ms - grace)
+            rows.append((f"cancel-to-quiet beyond grace, {label}", fmt(helper_side, "ms", 0),
+                         f"SIGTERM → relay exit {fmt(wall_side, 'ms', 0)}; target ≤ 150 ms"))
+    finally:
+        c.remove()
+
+
+def memory(relay, rows):
+    c = Container("maka-bench-memory")
+    try:
+        run_trial(relay, c.name, "true")
+        for label, size, reps in (("1 MiB", 1 << 20, 3), ("100 MiB", 100 << 20, 3), ("1 GiB", 1 << 30, 1)):
+            relay_rss, helper_rss = [], []
+            for _ in range(reps):
+                _, result, ph = run_trial(relay, c.name, f"head -c {size} /dev/zero")
+                assert result["executed"]["diagnostic"]["category"] in ("result-frame-missing", "result-frame-oversize")
+                relay_rss.append(int(ph["done"]["peakRssKiB"]) / 1024)
+                helper_rss.append(int(ph["exited"]["helperPeakRssKiB"]) / 1024)
+            rows.append((f"peak RSS, subject prints {label}",
+                         f"relay {fmt(relay_rss, 'MiB')}, helper {fmt(helper_rss, 'MiB')}", "target ≤ 16 MiB"))
+    finally:
+        c.remove()
+
+
+def concurrent(relay, n, rows):
+    containers = [Container(f"maka-bench-c{i}") for i in range(n)]
+    try:
+        for c in containers:
+            run_trial(relay, c.name, "true")
+        begun = time.monotonic()
+        procs = []
+        for i, c in enumerate(containers):
+            argv = [relay, "run", "--env", f"docker:{c.name}", "--json", "--quiet", "--",
+                    "sh", "-c", f"{TOKEN_FRAME} '{{\"trial\":{i}}}'"]
+            procs.append((i, subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)))
+        lost, cpu = 0, []
+        for i, proc in procs:
+            _, status, usage = os.wait4(proc.pid, 0)
+            out = proc.stdout.read()
+            cpu.append(usage.ru_utime + usage.ru_stime)
+            try:
+                ok = json.loads(out.strip().splitlines()[-1])["executed"]["stdout"] == f'{{"trial":{i}}}'
+            except (ValueError, KeyError, TypeError, IndexError):
+                ok = False
+            lost += 0 if ok and os.waitstatus_to_exitcode(status) == 0 else 1
+        wall = time.monotonic() - begun
+        rows.append((f"{n} concurrent trials (one container each)", f"{wall:.2f} s wall",
+                     f"relay CPU {statistics.median(cpu) * 1000:.1f} ms/trial; lost results: {lost} (target 0)"))
+    finally:
+        for c in containers:
+            c.remove()
+
+
+def projection(build, rows):
+    out = json.loads(subprocess.run([f"{build}/bench/maka-eval-bench", "projection", "5000"],
+                                    capture_output=True, text=True, check=True).stdout)
+    rows.append(("frame projection, 64 KiB carrier", f"{out['usPerProjection']:.0f} µs",
+                 f"{out['mibPerSecond']:.0f} MiB/s"))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", required=True)
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    args = parser.parse_args()
+    relay = f"{args.build}/relay/maka-eval-relay"
+    repeats = 5 if args.quick else 15
+    rows = []
+    overhead(args.build, relay, repeats, rows)
+    cancel(relay, 3 if args.quick else 5, rows)
+    memory(relay, rows)
+    concurrent(relay, 32, rows)
+    projection(args.build, rows)
+    width = max(len(r[0]) for r in rows)
+    print(f"\n{'measurement'.ljust(width)} | median (min–max) | against")
+    print(f"{'-' * width}-|------------------|--------")
+    for name, value, note in rows:
+        print(f"{name.ljust(width)} | {value} | {note}")
+
+
+if __name__ == "__main__":
+    main()
