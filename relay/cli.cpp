@@ -71,6 +71,16 @@ int drive(boost::asio::io_context& context, const trial_config& config, backend&
     return code;
 }
 
+// The backend the options name, or nullptr after saying why it cannot be had.
+std::unique_ptr<backend> backend_for(const common_options& options, boost::asio::io_context& context) {
+    auto env = make_backend(options, context.get_executor());
+    if (!env) {
+        std::cerr << "maka-eval-relay: " << env.error().message << "\n";
+        return nullptr;
+    }
+    return std::move(*env);
+}
+
 } // namespace
 
 int connect_command(std::span<const std::string_view> args) {
@@ -79,15 +89,14 @@ int connect_command(std::span<const std::string_view> args) {
         return usage_failure(options.error().message);
     }
     boost::asio::io_context context;
-    auto env = make_backend(options->common, context.get_executor());
+    auto env = backend_for(options->common, context);
     if (!env) {
-        std::cerr << "maka-eval-relay: " << env.error().message << "\n";
         return exit_environment;
     }
     phase_log log(options->common.log, options->common.quiet);
     const trial_config config{options->host, options->port, options->token, options->instruction,
                               options->common};
-    const int code = drive(context, config, **env, log);
+    const int code = drive(context, config, *env, log);
     contracts::wipe(options->token);
     return code;
 }
@@ -98,9 +107,8 @@ int run_command(std::span<const std::string_view> args) {
         return usage_failure(options.error().message);
     }
     boost::asio::io_context context;
-    auto env = make_backend(options->common, context.get_executor());
+    auto env = backend_for(options->common, context);
     if (!env) {
-        std::cerr << "maka-eval-relay: " << env.error().message << "\n";
         return exit_environment;
     }
     orchestrator_script script;
@@ -119,8 +127,8 @@ int run_command(std::span<const std::string_view> args) {
     });
     phase_log log(options->common.log, options->common.quiet);
     const trial_config config{"127.0.0.1", orchestrator.port(), token, options->instruction, options->common};
-    const int code = drive(context, config, **env, log);
-    const std::string artifacts = (*env)->artifacts_dir();
+    const int code = drive(context, config, *env, log);
+    const std::string artifacts = env->artifacts_dir();
     if (options->json) {
         boost::json::object out;
         out["ready"] = seen.ready ? boost::json::value(*seen.ready) : nullptr;

@@ -1,6 +1,8 @@
 // Test support: line-driven child processes (see child_process.hpp).
 #include "support/child_process.hpp"
 
+#include "support/process.hpp"
+
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -23,24 +25,13 @@ child_process::child_process(const std::vector<std::string>& argv,
     if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
         return;
     }
-    std::vector<char*> args;
-    for (const auto& a : argv) {
-        args.push_back(const_cast<char*>(a.c_str()));
-    }
-    args.push_back(nullptr);
-    std::vector<char*> envp;
-    if (env) {
-        for (const auto& e : *env) {
-            envp.push_back(const_cast<char*>(e.c_str()));
-        }
-        envp.push_back(nullptr);
-    }
+    auto arrays = exec_arrays_of(argv, env);
     pid_ = ::fork();
     if (pid_ == 0) {
         ::dup2(in[0], 0);
         ::dup2(out[1], 1);
         ::dup2(err[1], 2);
-        ::execve(args[0], args.data(), env ? envp.data() : environ);
+        ::execve(arrays.argv[0], arrays.argv.data(), env ? arrays.envp.data() : environ);
         ::_exit(127);
     }
     ::close(in[0]);

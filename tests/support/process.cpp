@@ -14,6 +14,22 @@ extern char** environ;
 
 namespace maka_eval::test {
 
+exec_arrays exec_arrays_of(const std::vector<std::string>& argv,
+                           const std::optional<std::vector<std::string>>& env) {
+    exec_arrays out;
+    for (const auto& a : argv) {
+        out.argv.push_back(const_cast<char*>(a.c_str()));
+    }
+    out.argv.push_back(nullptr);
+    if (env) {
+        for (const auto& e : *env) {
+            out.envp.push_back(const_cast<char*>(e.c_str()));
+        }
+        out.envp.push_back(nullptr);
+    }
+    return out;
+}
+
 process_result run_process(const std::vector<std::string>& argv, const std::string& input,
                            const std::optional<std::vector<std::string>>& env, int timeout_ms) {
     int in[2];
@@ -22,24 +38,13 @@ process_result run_process(const std::vector<std::string>& argv, const std::stri
     if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
         return {};
     }
-    std::vector<char*> args;
-    for (const auto& a : argv) {
-        args.push_back(const_cast<char*>(a.c_str()));
-    }
-    args.push_back(nullptr);
-    std::vector<char*> envp;
-    if (env) {
-        for (const auto& e : *env) {
-            envp.push_back(const_cast<char*>(e.c_str()));
-        }
-        envp.push_back(nullptr);
-    }
+    auto arrays = exec_arrays_of(argv, env);
     const pid_t pid = ::fork();
     if (pid == 0) {
         ::dup2(in[0], 0);
         ::dup2(out[1], 1);
         ::dup2(err[1], 2);
-        ::execve(args[0], args.data(), env ? envp.data() : environ);
+        ::execve(arrays.argv[0], arrays.argv.data(), env ? arrays.envp.data() : environ);
         ::_exit(127);
     }
     ::close(in[0]);

@@ -13,6 +13,14 @@ struct process_result {
     std::string err;
 };
 
+// argv and envp arrays for execve, pointing into the given strings (which must outlive them).
+struct exec_arrays {
+    std::vector<char*> argv;
+    std::vector<char*> envp; // empty: inherit
+};
+exec_arrays exec_arrays_of(const std::vector<std::string>& argv,
+                           const std::optional<std::vector<std::string>>& env);
+
 // `env` replaces the environment when given. Waits at most `timeout_ms`, then kills and reports -1.
 process_result run_process(const std::vector<std::string>& argv, const std::string& input = {},
                            const std::optional<std::vector<std::string>>& env = std::nullopt,
