@@ -26,7 +26,8 @@ constexpr std::string_view usage = R"(usage:
   maka-eval-relay --version | --help
 
 options (both modes):
-  --env local|docker:CONTAINER|bridge   where the subject runs (default local: this host, no container)
+    --env local|docker:CONTAINER   where the subject runs (default local: this host, no container);
+                            `bridge` (the trial runner's environment via its adapter) is not in this build yet
   --teardown-timeout-ms N   budget to stop a cancelled subject before destroying the environment (110000)
   --term-grace-ms N         TERM before KILL when settling (20000)
   --kill-grace-ms N         KILL before giving up when settling (10000)
