@@ -434,7 +434,7 @@ asio::awaitable<trial_outcome> trial::supervise(const contracts::execute_request
             continue;
         }
         if (e->what == event::kind::helper_closed) {
-                        // The helper died without a report (the container was killed, or the engine went away); the
+            // The helper died without a report (the container was killed, or the engine went away); the
             // outcome's message says so once.
             co_await env_.destroy(pgid_, milliseconds(config_.common.teardown_timeout_ms));
             co_return outcome(
