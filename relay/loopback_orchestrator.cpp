@@ -4,6 +4,7 @@
 #include "contracts/limits.hpp"
 #include "contracts/wire_json.hpp"
 
+#include <functional>
 #include <stdexcept>
 
 #include <boost/asio/as_tuple.hpp>
@@ -46,6 +47,22 @@ asio::awaitable<line_result> read_line(tcp::socket& socket, std::string& buffer,
     std::string line = buffer.substr(0, size - 1);
     buffer.erase(0, size);
     co_return line_result{std::move(line)};
+}
+
+// The next line, recorded in the transcript, as an object that passes `check`; otherwise `failure` is set.
+asio::awaitable<std::optional<boost::json::object>>
+expect(tcp::socket& socket, std::string& buffer, transcript& t, const std::string& failure,
+       const std::function<bool(const boost::json::object&)>& check) {
+    auto got = co_await read_line(socket, buffer, step_timeout);
+    if (got.line) {
+        t.received.push_back(*got.line);
+        auto object = contracts::parse_object(*got.line, 16U << 20U);
+        if (object && check(*object)) {
+            co_return std::move(*object);
+        }
+    }
+    t.failure = failure;
+    co_return std::nullopt;
 }
 
 asio::awaitable<void> pause(std::uint32_t ms) {
@@ -124,18 +141,14 @@ asio::awaitable<transcript> loopback_orchestrator::serve() {
         co_return t;
     }
     std::string buffer;
-    auto ready = co_await read_line(socket, buffer, step_timeout);
-    if (!ready.line) {
-        t.failure = "invalid-ready";
+    const std::string invalid_ready = "invalid-ready";
+    const std::function<bool(const boost::json::object&)> ready_check = [this](const boost::json::object& o) {
+        return contracts::check_ready(o, token_).has_value();
+    };
+    t.ready = co_await expect(socket, buffer, t, invalid_ready, ready_check);
+    if (!t.ready) {
         co_return t;
     }
-    t.received.push_back(*ready.line);
-    auto ready_object = contracts::parse_object(*ready.line, 16U << 20U);
-    if (!ready_object || !contracts::check_ready(*ready_object, token_)) {
-        t.failure = "invalid-ready";
-        co_return t;
-    }
-    t.ready = *ready_object;
     if (act == misbehaviour::close_after_ready) {
         socket.close(ignored);
         t.failure = "closed after ready";
@@ -174,18 +187,17 @@ asio::awaitable<transcript> loopback_orchestrator::serve() {
         std::string early = contracts::serialize_verify(token_); // named: GCC 12 co_await temporaries bug
         co_await send(std::move(early));
     }
-    auto executed = co_await read_line(socket, buffer, step_timeout);
-    if (!executed.line) {
-        t.failure = "relay result was unavailable";
+    // The orchestrator's two failures: nothing came ("unavailable"), or something it does not accept.
+    const std::string unavailable = "relay result was unavailable";
+    const std::function<bool(const boost::json::object&)> executed_check =
+        [this](const boost::json::object& o) { return contracts::check_executed(o, token_).has_value(); };
+    t.executed = co_await expect(socket, buffer, t, unavailable, executed_check);
+    if (!t.executed) {
+        if (t.received.size() > 1) { // a line came after `ready`, and it was not acceptable
+            t.failure = "relay returned an invalid execution result";
+        }
         co_return t;
     }
-    t.received.push_back(*executed.line);
-    auto executed_object = contracts::parse_object(*executed.line, 16U << 20U);
-    if (!executed_object || !contracts::check_executed(*executed_object, token_)) {
-        t.failure = "relay returned an invalid execution result";
-        co_return t;
-    }
-    t.executed = *executed_object;
     if (act == misbehaviour::close_after_executed) {
         socket.close(ignored);
         co_return t;

@@ -19,27 +19,11 @@ namespace maka_eval::test {
 child_process::child_process(const std::vector<std::string>& argv,
                              const std::optional<std::vector<std::string>>& env) {
     ::signal(SIGPIPE, SIG_IGN);
-    int in[2];
-    int out[2];
-    int err[2];
-    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
-        return;
-    }
-    auto arrays = exec_arrays_of(argv, env);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-        ::dup2(in[0], 0);
-        ::dup2(out[1], 1);
-        ::dup2(err[1], 2);
-        ::execve(arrays.argv[0], arrays.argv.data(), env ? arrays.envp.data() : environ);
-        ::_exit(127);
-    }
-    ::close(in[0]);
-    ::close(out[1]);
-    ::close(err[1]);
-    in_ = in[1];
-    out_ = out[0];
-    errfd_ = err[0];
+    const auto child = spawn_piped(argv, env);
+    pid_ = child.pid;
+    in_ = child.in;
+    out_ = child.out;
+    errfd_ = child.err;
 }
 
 child_process::~child_process() {

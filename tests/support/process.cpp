@@ -30,8 +30,8 @@ exec_arrays exec_arrays_of(const std::vector<std::string>& argv,
     return out;
 }
 
-process_result run_process(const std::vector<std::string>& argv, const std::string& input,
-                           const std::optional<std::vector<std::string>>& env, int timeout_ms) {
+piped_child spawn_piped(const std::vector<std::string>& argv,
+                        const std::optional<std::vector<std::string>>& env) {
     int in[2];
     int out[2];
     int err[2];
@@ -50,10 +50,22 @@ process_result run_process(const std::vector<std::string>& argv, const std::stri
     ::close(in[0]);
     ::close(out[1]);
     ::close(err[1]);
+    return {pid, in[1], out[0], err[0]};
+}
+
+process_result run_process(const std::vector<std::string>& argv, const std::string& input,
+                           const std::optional<std::vector<std::string>>& env, int timeout_ms) {
+    const auto child = spawn_piped(argv, env);
+    if (child.pid < 0) {
+        return {};
+    }
+    const pid_t pid = child.pid;
+    int out_fd = child.out;
+    int err_fd = child.err;
     ::signal(SIGPIPE, SIG_IGN);
     process_result result;
     std::size_t written = 0;
-    int in_fd = in[1];
+    int in_fd = child.in;
     if (input.empty()) {
         ::close(in_fd);
         in_fd = -1;
@@ -62,7 +74,7 @@ process_result run_process(const std::vector<std::string>& argv, const std::stri
     int open_fds = 2;
     bool timed_out = false;
     while (open_fds > 0) {
-        pollfd fds[3] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}, {in_fd, POLLOUT, 0}};
+        pollfd fds[3] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}, {in_fd, POLLOUT, 0}};
         const auto left =
             std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())
                 .count();
@@ -82,7 +94,7 @@ process_result run_process(const std::vector<std::string>& argv, const std::stri
                     (i == 0 ? result.out : result.err).append(buffer, static_cast<std::size_t>(got));
                 } else if (got == 0 || errno != EINTR) {
                     ::close(fds[i].fd);
-                    (i == 0 ? out[0] : err[0]) = -1;
+                    (i == 0 ? out_fd : err_fd) = -1;
                     --open_fds;
                 }
             }
@@ -107,7 +119,7 @@ process_result run_process(const std::vector<std::string>& argv, const std::stri
     if (timed_out) {
         ::kill(pid, SIGKILL);
     }
-    for (int fd : {out[0], err[0]}) {
+    for (int fd : {out_fd, err_fd}) {
         if (fd >= 0) {
             ::close(fd);
         }

@@ -21,6 +21,16 @@ struct exec_arrays {
 exec_arrays exec_arrays_of(const std::vector<std::string>& argv,
                            const std::optional<std::vector<std::string>>& env);
 
+// A child with its stdin, stdout and stderr on pipes; the parent's ends are returned (close-on-exec).
+struct piped_child {
+    pid_t pid = -1;
+    int in = -1;
+    int out = -1;
+    int err = -1;
+};
+piped_child spawn_piped(const std::vector<std::string>& argv,
+                        const std::optional<std::vector<std::string>>& env);
+
 // `env` replaces the environment when given. Waits at most `timeout_ms`, then kills and reports -1.
 process_result run_process(const std::vector<std::string>& argv, const std::string& input = {},
                            const std::optional<std::vector<std::string>>& env = std::nullopt,
