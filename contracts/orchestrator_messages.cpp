@@ -71,23 +71,9 @@ bool contains(const variables& vars, std::string_view name) {
     return std::any_of(vars.begin(), vars.end(), [&](const auto& entry) { return entry.first == name; });
 }
 
-bool is_variable_name(std::string_view name) {
-    auto alpha = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
-    return !name.empty() && alpha(name.front()) &&
-           std::all_of(name.begin(), name.end(), [&](char c) { return alpha(c) || (c >= '0' && c <= '9'); });
-}
-
 bool is_string(const json::object& value, std::string_view key, std::string_view expected) {
     const auto* field = value.if_contains(key);
     return field != nullptr && field->is_string() && field->get_string() == expected;
-}
-
-json::object variables_object(const variables& vars) {
-    json::object out;
-    for (const auto& [name, value] : vars) {
-        out[name] = value;
-    }
-    return out;
 }
 
 std::string line(const json::object& object) {
@@ -103,6 +89,20 @@ const boost::system::error_category& message_category() noexcept {
 
 boost::system::error_code make_error_code(message_error e) noexcept {
     return {static_cast<int>(e), message_category()};
+}
+
+bool is_variable_name(std::string_view name) {
+    auto alpha = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
+    return !name.empty() && alpha(name.front()) &&
+           std::all_of(name.begin(), name.end(), [&](char c) { return alpha(c) || (c >= '0' && c <= '9'); });
+}
+
+json::object to_json(const variables& vars) {
+    json::object out;
+    for (const auto& [name, value] : vars) {
+        out[name] = value;
+    }
+    return out;
 }
 
 std::string_view to_string(termination value) {
@@ -144,8 +144,8 @@ std::string serialize_execute(std::string_view token, const execute_request& req
                  {"kind", "execute"},
                  {"command", request.argv.empty() ? std::string() : request.argv.front()},
                  {"args", std::move(args)},
-                 {"environment", variables_object(request.environment)},
-                 {"credentials", variables_object(request.credentials)},
+                 {"environment", to_json(request.environment)},
+                 {"credentials", to_json(request.credentials)},
                  {"resultToken", request.result_token},
                  {"captureStdout", request.capture_stdout}});
 }
@@ -259,8 +259,7 @@ std::optional<diagnostic> check_diagnostic(const json::value* value) {
     const auto count = bytes->if_int64();
     const auto& hex = digest->get_string();
     if (count == nullptr || *count < 0 || *count > max_safe_integer || hex.size() != 64 ||
-        !std::all_of(hex.begin(), hex.end(),
-                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); })) {
+        !is_lower_hex(hex, 64)) {
         return std::nullopt;
     }
     return diagnostic::evidence(*kind, static_cast<std::uint64_t>(*count), std::string(hex));

@@ -70,6 +70,11 @@ struct executed_message {
 [[nodiscard]] std::string serialize_verify(std::string_view token);
 
 [[nodiscard]] boost::json::object to_json(const diagnostic& value);
+// Name → value pairs as one JSON object, in order.
+[[nodiscard]] boost::json::object to_json(const variables& vars);
+
+// `[A-Za-z_][A-Za-z0-9_]*`, the original's rule for environment and credential names.
+[[nodiscard]] bool is_variable_name(std::string_view name);
 
 // `value.token == token && value.kind == kind`, else "invalid Maka Eval relay message".
 [[nodiscard]] boost::system::result<void> require_message(const boost::json::object& value,

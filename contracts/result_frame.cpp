@@ -23,11 +23,15 @@ class frame_category_impl final : public boost::system::error_category {
     }
 };
 
+} // namespace
+
 bool is_lower_hex(std::string_view text, std::size_t size) {
     return text.size() == size && std::all_of(text.begin(), text.end(), [](char c) {
                return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
            });
 }
+
+namespace {
 
 // Splits on single spaces into at most `limit` fields, as str.split(" ", limit - 1) does.
 std::vector<std::string_view> split_spaces(std::string_view text, std::size_t limit) {

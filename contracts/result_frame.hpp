@@ -21,6 +21,9 @@
 
 namespace maka_eval::contracts {
 
+// True for exactly `size` lowercase hex characters (digests, tokens).
+[[nodiscard]] bool is_lower_hex(std::string_view text, std::size_t size);
+
 // True for the 32 lowercase hex characters the orchestrator mints and the relay requires.
 [[nodiscard]] bool is_result_token(std::string_view token);
 

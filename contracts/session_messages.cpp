@@ -153,14 +153,6 @@ class reader {
     std::string where_;
 };
 
-json::object variables_object(const variables& vars) {
-    json::object out;
-    for (const auto& [name, value] : vars) {
-        out[name] = value;
-    }
-    return out;
-}
-
 json::object artifact_json(const artifact_summary& artifact) {
     return {{"path", artifact.path}, {"bytes", artifact.bytes}, {"sha256", artifact.sha256}};
 }
@@ -203,7 +195,7 @@ struct to_json_visitor {
                 {"pid", m.pid},
                 {"uid", m.uid},
                 {"gid", m.gid},
-                {"capabilities", variables_object(m.capabilities)},
+                {"capabilities", to_json(m.capabilities)},
                 {"netns", m.net_namespace}};
     }
     json::object operator()(const run_request& m) const {
@@ -215,8 +207,8 @@ struct to_json_visitor {
                 {"version", session_protocol_version},
                 {"argv", std::move(argv)},
                 {"cwd", m.cwd},
-                {"environment", variables_object(m.environment)},
-                {"credentials", variables_object(m.credentials)},
+                {"environment", to_json(m.environment)},
+                {"credentials", to_json(m.credentials)},
                 {"resultToken", m.result_token},
                 {"captureStdout", m.capture_stdout},
                 {"scopePath", m.scope_path},

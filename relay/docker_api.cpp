@@ -1,6 +1,7 @@
 // The Docker Engine API client (see docker_api.hpp): Beast HTTP/1.1 over a unix or TCP socket.
 #include "relay/docker_api.hpp"
 
+#include "contracts/secret.hpp"
 #include "contracts/wire_json.hpp"
 
 #include <charconv>
@@ -108,7 +109,7 @@ class hijacked_stream final : public exec_stream {
     asio::awaitable<bool> write(std::string data) override {
         auto [ec, n] = co_await c_->visit(
             [&](auto& s) { return asio::async_write(s, asio::buffer(data), as_tuple(use_awaitable)); });
-        std::fill(data.begin(), data.end(), '\0');
+        contracts::wipe(data); // it may be the `run` request with credentials
         co_return !ec;
     }
 

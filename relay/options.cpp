@@ -48,19 +48,6 @@ bool parse_u32(std::string_view text, std::uint32_t& out) {
     return ec == std::errc() && ptr == text.data() + text.size();
 }
 
-bool is_variable_name(std::string_view name) {
-    auto alpha = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
-    if (name.empty() || !alpha(name.front())) {
-        return false;
-    }
-    for (const char c : name) {
-        if (!alpha(c) && !(c >= '0' && c <= '9')) {
-            return false;
-        }
-    }
-    return true;
-}
-
 // Parses an option shared by both modes at args[i]; returns false when args[i] is not one.
 boost::system::result<bool, usage_error> common_option(std::span<const std::string_view> args, std::size_t& i,
                                                        common_options& out) {
@@ -269,14 +256,14 @@ boost::system::result<run_options, usage_error> parse_run(std::span<const std::s
         } else if ((name == "-e" || name == "--env-var") && has_value) {
             const auto pair = args[++i];
             const auto eq = pair.find('=');
-            if (eq == std::string_view::npos || !is_variable_name(pair.substr(0, eq))) {
+            if (eq == std::string_view::npos || !contracts::is_variable_name(pair.substr(0, eq))) {
                 return usage_error{"-e takes NAME=VALUE with NAME a variable name"};
             }
             out.environment.emplace_back(pair.substr(0, eq), pair.substr(eq + 1));
         } else if (name == "--credential" && has_value) {
             const std::string credential(args[++i]);
             const auto value = env(credential.c_str());
-            if (!is_variable_name(credential) || !value) {
+            if (!contracts::is_variable_name(credential) || !value) {
                 return usage_error{"--credential " + credential + ": no such variable in this environment"};
             }
             out.credentials.emplace_back(credential, *value);
