@@ -23,6 +23,8 @@ commands:
   run --request FILE                    one supervised run from a 0600 request file (read, then unlinked)
   cancel --scope FILE [--grace-ms N]    have the supervisor of a scope settle it; exit 0 settled,
                                         3 not running, 1 not settled in time
+  adopt --request FILE --uid U --gid G  (as root) give a root-uploaded 0600 request file to the
+                                        subject's user, so `run` can read it
   probe                                 cwd, ids, capability sets and network namespace as JSON
   pin-proxy --host H [--ipv4-file F] [--hosts-file F]
                                         pin H to the proxy's published IPv4 in /etc/hosts (in place)
@@ -42,7 +44,7 @@ constexpr std::array commands = {
     command{"session", &session_command},     command{"run", &run_command},
     command{"cancel", &cancel_command},       command{"probe", &probe_command},
     command{"pin-proxy", &pin_proxy_command}, command{"frame", &frame_command},
-    command{"project", &project_command},
+    command{"project", &project_command},     command{"adopt", &adopt_command},
 };
 
 } // namespace

@@ -23,5 +23,6 @@ inline constexpr int exit_usage = 2;
 [[nodiscard]] int session_command(std::span<const std::string_view> args);
 [[nodiscard]] int run_command(std::span<const std::string_view> args);
 [[nodiscard]] int cancel_command(std::span<const std::string_view> args);
+[[nodiscard]] int adopt_command(std::span<const std::string_view> args);
 
 } // namespace maka_eval::in_container

@@ -76,5 +76,9 @@ make_backend(const common_options& options, asio::any_io_executor executor);
 
 // maka-eval-helper for this host: --helper, else beside this binary, else in the build tree, else on PATH.
 [[nodiscard]] boost::system::result<std::string, backend_error> locate_helper(const std::string& configured);
+// "helper-<first 16 hex digits of its SHA-256>": its name inside a container (docker, bridge).
+[[nodiscard]] boost::system::result<std::string, backend_error> helper_content_name(const std::string& path);
+// The directory inside a container that holds it, owned by root.
+inline constexpr std::string_view helper_directory = ".maka-eval";
 
 } // namespace maka_eval::relay

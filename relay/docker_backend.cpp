@@ -23,8 +23,6 @@ using asio::as_tuple;
 using asio::use_awaitable;
 using namespace asio::experimental::awaitable_operators;
 
-constexpr std::string_view helper_directory = ".maka-eval";
-
 class docker_session final : public helper_session {
   public:
     // `first` is the line already read to know the helper started (its `hello`).
@@ -186,20 +184,11 @@ class docker_backend final : public backend {
         if (!options_.helper_in_container.empty()) {
             helper_in_container_ = options_.helper_in_container; // mounted by the user (compose overlay)
         } else {
-            // Content-addressed: a helper at this path is this very build. Hashed in chunks: the binary is
-            // only held in memory when it must be uploaded.
-            std::ifstream in(helper_on_host_, std::ios::binary);
-            contracts::sha256 digest;
-            std::array<char, 65536> chunk{};
-            std::size_t size = 0;
-            while (in.read(chunk.data(), chunk.size()) || in.gcount() > 0) {
-                digest.update({chunk.data(), static_cast<std::size_t>(in.gcount())});
-                size += static_cast<std::size_t>(in.gcount());
+            auto name = helper_content_name(helper_on_host_);
+            if (!name) {
+                co_return name.error();
             }
-            if (size == 0) {
-                co_return backend_error{"cannot read " + helper_on_host_};
-            }
-            helper_name_ = "helper-" + digest.hex().substr(0, 16);
+            helper_name_ = std::move(*name);
             helper_in_container_ = "/" + std::string(helper_directory) + "/" + helper_name_;
         }
         resolved_ = true;

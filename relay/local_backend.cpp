@@ -9,6 +9,7 @@
 
 #include "contracts/secret.hpp"
 #include "contracts/session_messages.hpp"
+#include "relay/bridge_backend.hpp"
 #include "relay/docker_backend.hpp"
 
 #include <csignal>
@@ -188,34 +189,6 @@ make_local_backend(const common_options& options, asio::any_io_executor executor
         std::make_unique<local_backend>(std::move(executor), std::move(*helper), work));
 }
 
-boost::system::result<std::string, backend_error> locate_helper(const std::string& configured) {
-    namespace fs = std::filesystem;
-    using helper_path = boost::system::result<std::string, backend_error>;
-    if (!configured.empty()) {
-        if (::access(configured.c_str(), X_OK) != 0) {
-            return backend_error{"--helper " + configured + " is not an executable file"};
-        }
-        return helper_path(boost::system::in_place_value, configured);
-    }
-    if (const auto env = process_env("MAKA_EVAL_HELPER"); env && ::access(env->c_str(), X_OK) == 0) {
-        return helper_path(boost::system::in_place_value, *env);
-    }
-    std::error_code ec;
-    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-    for (const fs::path& candidate :
-         {self.parent_path() / "maka-eval-helper",
-          self.parent_path().parent_path() / "in_container" / "maka-eval-helper"}) {
-        if (!ec && ::access(candidate.c_str(), X_OK) == 0) {
-            return helper_path(boost::system::in_place_value, candidate.string());
-        }
-    }
-    const auto found = bp::environment::find_executable("maka-eval-helper");
-    if (!found.empty()) {
-        return helper_path(boost::system::in_place_value, found.string());
-    }
-    return backend_error{"maka-eval-helper was not found: pass --helper PATH or set MAKA_EVAL_HELPER"};
-}
-
 boost::system::result<std::unique_ptr<backend>, backend_error> make_backend(const common_options& options,
                                                                             asio::any_io_executor executor) {
     if (options.env_spec == "local") {
@@ -223,6 +196,9 @@ boost::system::result<std::unique_ptr<backend>, backend_error> make_backend(cons
     }
     if (options.env_spec.starts_with("docker:")) {
         return make_docker_backend(options, std::move(executor));
+    }
+    if (options.env_spec == "bridge") {
+        return make_bridge_backend(options, std::move(executor));
     }
     return backend_error{"the " + options.env_spec.substr(0, options.env_spec.find(':')) +
                          " backend is not available in this build yet"};

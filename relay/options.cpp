@@ -26,8 +26,9 @@ constexpr std::string_view usage = R"(usage:
   maka-eval-relay --version | --help
 
 options (both modes):
-    --env local|docker:CONTAINER   where the subject runs (default local: this host, no container);
-                            `bridge` (the trial runner's environment via its adapter) is not in this build yet
+  --env local|docker:CONTAINER|bridge   where the subject runs (default local: this host, no container);
+                            bridge: the trial runner's environment, served by the Python adapter
+                            (relay/harbor) on the socket it passes as --bridge-fd N
   --teardown-timeout-ms N   budget to stop a cancelled subject before destroying the environment (110000)
   --term-grace-ms N         TERM before KILL when settling (20000)
   --kill-grace-ms N         KILL before giving up when settling (10000)
@@ -35,7 +36,7 @@ options (both modes):
   --work-dir DIR            local backend: where the scope file and artifacts go (default: a new temp dir)
   --policy-sidecar NAME     egress: the service holding the network policy (harbor-docker-egress-control-sidecar)
   --compose-project P [--compose-service S]   docker: the container of compose service S (main) of project P
-  --helper-in-container PATH                  docker: use a helper mounted there instead of uploading one
+  --helper-in-container PATH                  docker, bridge: use a helper already there instead of uploading one
                             docker: DOCKER_HOST unix:///var/run/docker.sock (default) or tcp://HOST:PORT
   --log-format text|json    one line per phase on stderr (text)
   --quiet                   no phase log
@@ -102,6 +103,13 @@ boost::system::result<bool, usage_error> common_option(std::span<const std::stri
         if (name == "--compose-project") {
             out.env_spec = "docker:";
         }
+    } else if (name == "--bridge-fd") {
+        const auto v = value();
+        std::uint32_t fd = 0;
+        if (!v || !parse_u32(*v, fd) || fd < 3 || fd > 65535) {
+            return usage_error{"--bridge-fd takes the number of an inherited socket (3 or more)"};
+        }
+        out.bridge_fd = static_cast<int>(fd);
     } else if (name == "--log-format") {
         const auto v = value();
         if (!v || (*v != "text" && *v != "json")) {
@@ -114,6 +122,15 @@ boost::system::result<bool, usage_error> common_option(std::span<const std::stri
         return false;
     }
     return true;
+}
+
+// Options that only make sense together.
+boost::system::result<void, usage_error> check_backend(const common_options& out) {
+    if ((out.env_spec == "bridge") != (out.bridge_fd >= 0)) {
+        return usage_error{"--env bridge and --bridge-fd go together: the bridge is the socket the trial "
+                           "runner's adapter (relay/harbor) passes"};
+    }
+    return {};
 }
 
 void egress_from(env_lookup env, common_options& out) {
@@ -232,6 +249,9 @@ boost::system::result<connect_options, usage_error> parse_connect(std::span<cons
         out.instruction = text.str();
     }
     egress_from(env, out.common);
+    if (auto checked = check_backend(out.common); !checked) {
+        return checked.error();
+    }
     return out;
 }
 
@@ -278,6 +298,9 @@ boost::system::result<run_options, usage_error> parse_run(std::span<const std::s
     }
     out.argv.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
     egress_from(env, out.common);
+    if (auto checked = check_backend(out.common); !checked) {
+        return checked.error();
+    }
     return out;
 }
 

@@ -34,7 +34,8 @@ struct common_options {
     std::string policy_sidecar = "harbor-docker-egress-control-sidecar";
     std::string compose_project;          // docker: find the container by compose labels instead of by name
     std::string compose_service = "main"; // docker: with --compose-project
-    std::string helper_in_container;      // docker: the helper is already mounted there (no upload)
+    std::string helper_in_container;      // docker, bridge: the helper is already there (no upload)
+    int bridge_fd = -1;                   // bridge: the adapter's socket, inherited
 };
 
 struct connect_options {

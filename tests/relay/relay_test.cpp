@@ -211,8 +211,18 @@ TEST_CASE(
 }
 
 TEST_CASE("SIGTERM with a TERM-ignoring subject inside a short budget: destroy, then framework_timeout") {
-    trial t(subject({}, "trap '' TERM; sleep 60"), {"--teardown-timeout-ms", "1000"});
+    // The subject says when its trap is in place: a SIGTERM before that would simply end it, and the relay
+    // would have nothing to destroy.
+    const auto trapped = fs::temp_directory_path() / ("trapped-" + std::to_string(::getpid()));
+    fs::remove(trapped);
+    trial t(subject({}, "trap '' TERM; : > " + trapped.string() + "; sleep 60"),
+            {"--teardown-timeout-ms", "1000"});
     const pid_t pgid = t.wait_running();
+    for (int i = 0; i < 500 && !fs::exists(trapped); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    REQUIRE(fs::exists(trapped));
+    fs::remove(trapped);
     const auto begun = std::chrono::steady_clock::now();
     t.signal(SIGTERM);
     const auto o = t.finish();

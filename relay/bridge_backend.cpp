@@ -1,0 +1,496 @@
+// The bridge backend (see bridge_backend.hpp).
+#include "relay/bridge_backend.hpp"
+
+#include "contracts/secret.hpp"
+#include "contracts/session_messages.hpp"
+#include "relay/bridge_channel.hpp"
+#include "relay/loopback_orchestrator.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/channel.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+namespace maka_eval::relay {
+namespace {
+
+using asio::as_tuple;
+using asio::use_awaitable;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// Deadlines for the runner's calls: generous, since a cloud environment's exec can take seconds.
+constexpr milliseconds call_deadline = seconds(120);
+constexpr milliseconds install_deadline = seconds(300);
+// The subject's run has no deadline of its own (the trial runner's agent timeout cancels the relay); a
+// year stands for "none" without overflowing the timer.
+constexpr milliseconds run_deadline = std::chrono::hours(24 * 365);
+constexpr milliseconds cancel_retry = milliseconds(100);
+constexpr std::string_view namespace_prefix = "MAKA-EVAL-POLICY-NAMESPACE-V1 ";
+
+// POSIX shell quoting: the runner's exec takes one command line.
+std::string sh_quote(std::string_view word) {
+    std::string out = "'";
+    for (const char c : word) {
+        if (c == '\'') {
+            out += "'\\''";
+        } else {
+            out.push_back(c);
+        }
+    }
+    return out + "'";
+}
+
+std::string sh_join(const std::vector<std::string>& words) {
+    std::string out;
+    for (const auto& word : words) {
+        out += (out.empty() ? "" : " ") + sh_quote(word);
+    }
+    return out;
+}
+
+// The helper's messages in an exec's output. Runners may merge stderr into stdout (Harbor does), so log
+// lines and engine noise are skipped rather than taken for a protocol failure.
+std::vector<std::string> session_lines(const std::string& out) {
+    std::vector<std::string> lines;
+    std::size_t begin = 0;
+    while (begin < out.size()) {
+        auto end = out.find('\n', begin);
+        if (end == std::string::npos) {
+            end = out.size();
+        }
+        std::string line = out.substr(begin, end - begin);
+        if (!line.empty() && line.back() == '\r') {
+            line.pop_back();
+        }
+        if (line.starts_with("{") && contracts::parse_session_message(line)) {
+            lines.push_back(std::move(line));
+        }
+        begin = end + 1;
+    }
+    return lines;
+}
+
+std::string tail_of(const std::string& out) {
+    constexpr std::size_t keep = 400;
+    std::string text = out.size() > keep ? "…" + out.substr(out.size() - keep) : out;
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) {
+        text.pop_back();
+    }
+    return text;
+}
+
+asio::awaitable<void> pause(milliseconds how_long) {
+    asio::steady_timer timer(co_await asio::this_coro::executor, how_long);
+    co_await timer.async_wait(as_tuple(use_awaitable));
+}
+
+// The run request on this host, for the upload: a file only we can read, in a directory only we can enter,
+// removed as soon as the upload is done.
+class staged_request {
+  public:
+    staged_request() = default;
+    staged_request(const staged_request&) = delete;
+    staged_request& operator=(const staged_request&) = delete;
+    ~staged_request() { remove(); }
+
+    boost::system::result<std::string, backend_error> write(std::string& line) {
+        const char* base = std::getenv("TMPDIR");
+        std::string pattern =
+            std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/maka-eval-XXXXXX";
+        if (::mkdtemp(pattern.data()) == nullptr) {
+            return backend_error{"cannot create a private directory for the run request: " +
+                                 std::string(std::strerror(errno))};
+        }
+        dir_ = pattern;
+        file_ = dir_ + "/run.json";
+        const int fd = ::open(file_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        bool written = fd >= 0;
+        std::size_t done = 0;
+        while (written && done < line.size()) {
+            const auto n = ::write(fd, line.data() + done, line.size() - done);
+            if (n < 0 && errno == EINTR) {
+                continue;
+            }
+            written = n > 0;
+            done += written ? static_cast<std::size_t>(n) : 0;
+        }
+        if (fd >= 0) {
+            ::close(fd);
+        }
+        if (!written) {
+            return backend_error{"cannot write the run request: " + std::string(std::strerror(errno))};
+        }
+        return boost::system::result<std::string, backend_error>(boost::system::in_place_value, file_);
+    }
+
+    void remove() {
+        if (!file_.empty()) {
+            ::unlink(file_.c_str());
+            file_.clear();
+        }
+        if (!dir_.empty()) {
+            ::rmdir(dir_.c_str());
+            dir_.clear();
+        }
+    }
+
+  private:
+    std::string dir_;
+    std::string file_;
+};
+
+class bridge_backend;
+
+class bridge_session final : public helper_session {
+  public:
+    bridge_session(bridge_channel& bridge, std::string helper, const contracts::hello_message& hello,
+                   std::string hello_line, asio::any_io_executor executor)
+        : bridge_(bridge), helper_(std::move(helper)), uid_(hello.uid), gid_(hello.gid),
+          executor_(std::move(executor)), lines_(executor_, 16) {
+        deliver(std::move(hello_line));
+    }
+
+    asio::awaitable<bool> send(std::string line) override {
+        if (killed_) {
+            co_return false;
+        }
+        auto message = contracts::parse_session_message(line);
+        if (!message) {
+            co_return false;
+        }
+        if (const auto* run = std::get_if<contracts::run_request>(&*message)) {
+            if (state_ != state::idle) {
+                co_return false;
+            }
+            state_ = state::staging;
+            scope_ = run->scope_path;
+            grace_ms_ = std::uint64_t{run->term_grace_ms} + run->kill_grace_ms + 5000;
+            asio::co_spawn(executor_, start(std::move(line)), asio::detached);
+        } else if (std::holds_alternative<contracts::cancel_request>(*message)) {
+            begin_cancel();
+        }
+        co_return true;
+    }
+
+    asio::awaitable<std::optional<std::string>> receive() override {
+        auto [ec, line] = co_await lines_.async_receive(as_tuple(use_awaitable));
+        if (ec) {
+            co_return std::nullopt;
+        }
+        co_return line;
+    }
+
+    // No stdin to close: the equivalent of the dead-man switch is to have a running subject settled (its
+    // run then ends the session); with no subject, the session simply ends.
+    void close_input() override {
+        if (state_ == state::staging || state_ == state::running) {
+            begin_cancel();
+        } else {
+            finish();
+        }
+    }
+
+    void kill() override {
+        killed_ = true;
+        finish();
+    }
+
+  private:
+    enum class state { idle, staging, running, done };
+
+    void deliver(std::string line) {
+        if (!finished_) {
+            (void)lines_.try_send(boost::system::error_code{}, std::move(line));
+        }
+    }
+    void deliver(const contracts::session_message& message) {
+        std::string line = contracts::serialize(message);
+        line.pop_back();
+        deliver(std::move(line));
+    }
+    // The end of the emulated session: receive() reports EOF after the lines already delivered.
+    void finish() {
+        if (!finished_) {
+            (void)lines_.try_send(asio::error::eof, std::string());
+            finished_ = true;
+        }
+        state_ = state::done;
+    }
+    void fail_before_start(const std::string& message) {
+        deliver(contracts::error_message{"spawn-failed", message});
+        finish();
+    }
+
+    // Upload the request, hand it to the subject's user, then run it: one exec that lasts as long as the
+    // subject, and whose output is the helper's report.
+    asio::awaitable<void> start(std::string line) {
+        const std::string target = "/tmp/.maka-eval-run-" + random_hex(16);
+        {
+            staged_request staged;
+            auto source = staged.write(line);
+            contracts::wipe(line);
+            if (!source) {
+                fail_before_start(source.error().message);
+                co_return;
+            }
+            auto uploaded = co_await bridge_.upload(*source, target, call_deadline);
+            if (!uploaded) {
+                fail_before_start("cannot upload the run request: " + uploaded.error().message);
+                co_return;
+            }
+        }
+        if (uid_ != 0) {
+            // Runners upload as root (docker cp makes the file root:root, mode kept): the helper run as the
+            // subject's user could not read it.
+            const std::vector<std::string> adopt{helper_,     "adopt",
+                                                 "--request", target,
+                                                 "--uid",     std::to_string(uid_),
+                                                 "--gid",     std::to_string(gid_)};
+            bridge_exec request{sh_join(adopt), {}, "root", seconds(60), {}};
+            auto adopted = co_await bridge_.exec(std::move(request), call_deadline);
+            if (!adopted || adopted->exit_code != 0) {
+                fail_before_start("cannot give the run request to uid " + std::to_string(uid_) + ": " +
+                                  (adopted ? tail_of(adopted->out + adopted->err) : adopted.error().message));
+                co_return;
+            }
+        }
+        if (killed_) {
+            co_return;
+        }
+        // No `started`: the subject's pid exists only inside the environment, and nothing here needs it.
+        state_ = state::running;
+        const std::vector<std::string> run{helper_, "run", "--request", target};
+        bridge_exec request{sh_join(run), {}, {}, std::nullopt, cancel_command()};
+        auto ran = co_await bridge_.exec(std::move(request), run_deadline);
+        if (!ran) {
+            deliver(
+                contracts::error_message{"run-failed", "the subject's run failed: " + ran.error().message});
+            finish();
+            co_return;
+        }
+        const auto lines = session_lines(ran->out);
+        for (const auto& reported : lines) {
+            deliver(reported);
+        }
+        if (lines.empty()) {
+            deliver(contracts::error_message{"run-failed", "maka-eval-helper run exited " +
+                                                               std::to_string(ran->exit_code) + ": " +
+                                                               tail_of(ran->out + ran->err)});
+        }
+        finish();
+    }
+
+    std::string cancel_command() const {
+        return sh_join({helper_, "cancel", "--scope", scope_, "--grace-ms", std::to_string(grace_ms_)});
+    }
+
+    void begin_cancel() {
+        if (!cancelling_) {
+            cancelling_ = true;
+            asio::co_spawn(executor_, cancel(), asio::detached);
+        }
+    }
+
+    // `cancel` answers 3 while the run has not yet written its scope file: ask again until it has, or
+    // until the run is over.
+    asio::awaitable<void> cancel() {
+        while (state_ == state::staging && !killed_) {
+            co_await pause(cancel_retry);
+        }
+        while (state_ == state::running && !killed_) {
+            bridge_exec request{cancel_command(), {}, {}, seconds(grace_ms_ / 1000 + 10), {}};
+            auto answered = co_await bridge_.exec(std::move(request), milliseconds(grace_ms_) + seconds(15));
+            if (!answered || answered->exit_code != 3) {
+                break;
+            }
+            co_await pause(cancel_retry);
+        }
+    }
+
+    bridge_channel& bridge_;
+    std::string helper_;
+    std::int64_t uid_;
+    std::int64_t gid_;
+    asio::any_io_executor executor_;
+    asio::experimental::channel<void(boost::system::error_code, std::string)> lines_;
+    state state_ = state::idle;
+    std::string scope_;
+    std::uint64_t grace_ms_ = 35000;
+    bool cancelling_ = false;
+    bool killed_ = false;
+    bool finished_ = false;
+};
+
+class bridge_backend final : public backend {
+  public:
+    bridge_backend(asio::any_io_executor executor, const common_options& options, std::string helper_on_host)
+        : executor_(executor), bridge_(executor, options.bridge_fd), options_(options),
+          helper_on_host_(std::move(helper_on_host)) {}
+
+    std::string describe() const override {
+        return "bridge (the trial runner's environment, fd " + std::to_string(options_.bridge_fd) + ")";
+    }
+    std::optional<unsigned> engine_calls() const override { return bridge_.calls(); }
+
+    // One exec on the common path (`probe`). Only when it finds no helper — the first trial in this
+    // environment — is the helper installed and probed again.
+    asio::awaitable<boost::system::result<std::unique_ptr<helper_session>, backend_error>>
+    open_session() override {
+        if (helper_.empty()) {
+            if (!options_.helper_in_container.empty()) {
+                helper_ = options_.helper_in_container;
+            } else {
+                auto name = helper_content_name(helper_on_host_);
+                if (!name) {
+                    co_return name.error();
+                }
+                helper_ = "/" + std::string(helper_directory) + "/" + *name;
+            }
+        }
+        for (int attempt = 0; attempt < 2; ++attempt) {
+            const std::vector<std::string> probe{helper_, "probe"};
+            bridge_exec request{sh_join(probe), {}, {}, seconds(60), {}};
+            auto probed = co_await bridge_.exec(std::move(request), call_deadline);
+            if (!probed) {
+                co_return backend_error{"the trial runner's environment failed: " + probed.error().message};
+            }
+            for (auto& line : session_lines(probed->out)) {
+                auto message = contracts::parse_session_message(line);
+                if (const auto* hello = std::get_if<contracts::hello_message>(&*message)) {
+                    co_return std::unique_ptr<helper_session>(std::make_unique<bridge_session>(
+                        bridge_, helper_, *hello, std::move(line), executor_));
+                }
+            }
+            if (attempt == 0 && (probed->exit_code == 126 || probed->exit_code == 127) &&
+                options_.helper_in_container.empty()) {
+                auto installed = co_await install();
+                if (!installed) {
+                    co_return installed.error();
+                }
+                continue;
+            }
+            co_return backend_error{"maka-eval-helper did not start in the environment (exit " +
+                                    std::to_string(probed->exit_code) +
+                                    "): " + tail_of(probed->out + probed->err)};
+        }
+        co_return backend_error{"maka-eval-helper did not start in the environment"};
+    }
+
+    asio::awaitable<boost::system::result<exec_output, backend_error>>
+    run_helper_as_root(std::vector<std::string> args) override {
+        args.insert(args.begin(), helper_);
+        bridge_exec request{sh_join(args), {}, "root", seconds(60), {}};
+        auto ran = co_await bridge_.exec(std::move(request), call_deadline);
+        if (ran) {
+            // The caller reads one message: the helper's, not what the runner merged around it.
+            const auto lines = session_lines(ran->out);
+            ran->err += ran->out;
+            ran->out = lines.empty() ? std::string() : lines.front() + "\n";
+        }
+        co_return ran;
+    }
+
+    asio::awaitable<boost::system::result<std::string, backend_error>>
+    policy_namespace(std::string sidecar) override {
+        const std::string probe = "printf %s " + sh_quote(namespace_prefix) + "; readlink /proc/self/ns/net";
+        auto answered = co_await bridge_.service_exec(sidecar, probe, call_deadline);
+        if (!answered) {
+            co_return answered.error();
+        }
+        std::vector<std::string> found;
+        std::size_t begin = 0;
+        const std::string& out = answered->out;
+        while (begin < out.size()) {
+            auto end = out.find('\n', begin);
+            end = end == std::string::npos ? out.size() : end;
+            const std::string_view line(out.data() + begin, end - begin);
+            if (line.starts_with(namespace_prefix)) {
+                found.emplace_back(line.substr(namespace_prefix.size()));
+            }
+            begin = end + 1;
+        }
+        if (answered->exit_code != 0 || found.size() != 1) {
+            co_return backend_error{"the policy sidecar " + sidecar +
+                                    " could not report its network namespace"};
+        }
+        std::string ns = found.front();
+        while (!ns.empty() && (ns.back() == '\r' || ns.back() == ' ' || ns.back() == '\t')) {
+            ns.pop_back();
+        }
+        co_return boost::system::result<std::string, backend_error>(boost::system::in_place_value,
+                                                                    std::move(ns));
+    }
+
+    asio::awaitable<void> destroy(std::optional<int>, milliseconds budget) override {
+        (void)co_await bridge_.stop(budget);
+    }
+
+    std::string scope_path(const std::string& name) const override {
+        return "/logs/agent/.maka-eval-" + name + ".pid";
+    }
+    std::string artifacts_dir() const override { return "/logs/artifacts"; }
+
+  private:
+    // Root-owned directory and binary: an unprivileged subject can neither replace the helper nor plant
+    // one for the next trial's root execs.
+    asio::awaitable<boost::system::result<void, backend_error>> install() {
+        const std::string dir = "/" + std::string(helper_directory);
+        bridge_exec prepare{"mkdir -p " + dir + " && chmod 0755 " + dir, {}, "root", seconds(60), {}};
+        auto made = co_await bridge_.exec(std::move(prepare), call_deadline);
+        if (!made || made->exit_code != 0) {
+            co_return backend_error{"cannot create " + dir + " in the environment: " +
+                                    (made ? tail_of(made->out + made->err) : made.error().message)};
+        }
+        auto uploaded = co_await bridge_.upload(helper_on_host_, helper_, install_deadline);
+        if (!uploaded) {
+            co_return backend_error{"cannot upload maka-eval-helper: " + uploaded.error().message};
+        }
+        bridge_exec finish{"chmod 0755 " + sh_quote(helper_), {}, "root", seconds(60), {}};
+        auto marked = co_await bridge_.exec(std::move(finish), call_deadline);
+        if (!marked || marked->exit_code != 0) {
+            co_return backend_error{"cannot make maka-eval-helper executable: " +
+                                    (marked ? tail_of(marked->out + marked->err) : marked.error().message)};
+        }
+        co_return boost::system::result<void, backend_error>{};
+    }
+
+    asio::any_io_executor executor_;
+    bridge_channel bridge_;
+    const common_options& options_;
+    std::string helper_on_host_;
+    std::string helper_;
+};
+
+} // namespace
+
+boost::system::result<std::unique_ptr<backend>, backend_error>
+make_bridge_backend(const common_options& options, asio::any_io_executor executor) {
+    auto helper = locate_helper(options.helper_path);
+    if (!helper && options.helper_in_container.empty()) {
+        return helper.error();
+    }
+    struct stat info {};
+    if (options.bridge_fd < 0 || ::fstat(options.bridge_fd, &info) != 0 || !S_ISSOCK(info.st_mode)) {
+        return backend_error{"--bridge-fd " + std::to_string(options.bridge_fd) +
+                             " is not an open socket: the bridge backend runs under the trial runner's "
+                             "adapter (relay/harbor), which passes it"};
+    }
+    // The file itself, not a symlink to it: uploads (docker cp) copy a symlink as a symlink.
+    std::error_code ec;
+    const auto real = helper ? std::filesystem::canonical(*helper, ec).string() : std::string();
+    return std::unique_ptr<backend>(std::make_unique<bridge_backend>(std::move(executor), options, real));
+}
+
+} // namespace maka_eval::relay

@@ -1,0 +1,374 @@
+"""The adapter between a trial runner (Harbor 0.20, Pier 0.3) and the C++ ``maka-eval-relay``.
+
+``run()`` starts ``maka-eval-relay connect`` and serves the relay's requests on the trial runner's
+environment object over a socketpair (the bridge; protocol in ``relay/bridge_channel.hpp``): exec,
+upload_file, service_exec (Harbor only) and stop(delete=True). Everything about the trial itself — the
+orchestrator protocol, the egress gate, supervising and settling the subject — happens in the relay and
+the helper. When the environment is Harbor's plain DockerEnvironment and names its container, the relay is
+handed the container instead (``--env docker:…``), which skips the bridge.
+
+Secrets stay off argv: the relay token goes in the relay's environment, the instruction in a 0600 file
+removed as soon as the relay has read it.
+
+Cancellation is the original's: a cancelled ``run()`` (Harbor's agent timeout) sends SIGTERM to the relay,
+which settles the subject and reports ``framework_timeout``; after ``request_host_teardown()`` it is SIGINT,
+which settles and reports nothing. The adapter keeps serving the relay while it stops, waits for it within
+the teardown budget, and always re-raises the cancellation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+RELAY_BINARY = "maka-eval-relay"
+# The relay's exit codes (README): 3 is transport loss, which the original answers by returning normally.
+EXIT_SUCCESS, EXIT_TRANSPORT_LOST, EXIT_CANCELLED, EXIT_HOST_TEARDOWN = 0, 3, 6, 7
+# How long past the teardown budget a stopping relay may take before it is killed.
+STOP_MARGIN_SEC = 15.0
+# An exec's output goes back to the relay whole up to this size; beyond it only the tail (the helper's
+# report is the last line).
+OUTPUT_LIMIT = 4 * 1024 * 1024
+REQUEST_LINE_LIMIT = 1024 * 1024
+# After the relay vanished: how long its abandon command and the exec it abandoned may take.
+ABANDON_SEC = 90.0
+
+_log = logging.getLogger("maka_eval_relay")
+_host_teardown_requested = False
+
+
+def request_host_teardown() -> None:
+    """Called by the trial runner's signal handler before it cancels the trial (sticky, as the original's)."""
+    global _host_teardown_requested
+    _host_teardown_requested = True
+
+
+def locate_relay(explicit: str | None = None) -> str:
+    """The relay binary: the explicit option, else beside this adapter, else on PATH."""
+    if explicit:
+        if os.path.isfile(explicit) and os.access(explicit, os.X_OK):
+            return explicit
+        raise RuntimeError(f"maka-eval-relay was not found at {explicit} (the relay_binary option)")
+    here = Path(__file__).resolve().parent
+    for candidate in (here / RELAY_BINARY, here.parent / RELAY_BINARY):
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    found = shutil.which(RELAY_BINARY)
+    if found:
+        return found
+    raise RuntimeError(
+        f"maka-eval-relay was not found: pass relay_binary=PATH, put it in {here.parent} "
+        "beside the adapter, or on PATH"
+    )
+
+
+class RelayAgentCore:
+    """The agent; ``maka_eval_relay.harbor`` and ``.pier`` put it on their framework's BaseAgent."""
+
+    framework = "harbor"
+
+    def __init__(
+        self,
+        *args: Any,
+        relay_host: str,
+        relay_port: int,
+        relay_token: str,
+        teardown_timeout_ms: int,
+        relay_binary: str | None = None,
+        helper_binary: str | None = None,
+        docker_fast_path: bool = True,
+        **kwargs: Any,
+    ):
+        super().__init__(*args, **kwargs)
+        if not isinstance(teardown_timeout_ms, int) or teardown_timeout_ms <= 0:
+            raise RuntimeError("Maka Eval teardown timeout is invalid")
+        self._host = relay_host
+        self._port = relay_port
+        self._token = relay_token
+        self._teardown_ms = teardown_timeout_ms
+        self._relay_binary = relay_binary
+        self._helper_binary = helper_binary
+        self._docker_fast_path = docker_fast_path
+
+    @staticmethod
+    def name() -> str:
+        return "maka-eval-relay"
+
+    def version(self) -> str:
+        return "1"
+
+    async def setup(self, environment: Any) -> None:
+        return None
+
+    async def run(self, instruction: str, environment: Any, context: Any) -> None:
+        binary = locate_relay(self._relay_binary)
+        argv = [binary, "connect", "--host", str(self._host), "--port", str(self._port),
+                "--teardown-timeout-ms", str(self._teardown_ms), "--log-format", "json"]
+        if self._helper_binary:
+            argv += ["--helper", self._helper_binary]
+        direct = _docker_target(environment) if self._docker_fast_path else None
+        ours = theirs = None
+        if direct:
+            argv += direct
+        else:
+            ours, theirs = socket.socketpair()
+            argv += ["--env", "bridge", "--bridge-fd", str(theirs.fileno())]
+        handle, instruction_path = tempfile.mkstemp(prefix="maka-eval-instruction-")  # 0600
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(instruction)
+        argv += ["--instruction-file", instruction_path]
+
+        def forget_instruction() -> None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(instruction_path)
+
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.PIPE,
+                env={**os.environ, "MAKA_EVAL_RELAY_TOKEN": str(self._token)},
+                pass_fds=(theirs.fileno(),) if theirs else (),
+            )
+        except BaseException:
+            forget_instruction()
+            for end in (ours, theirs):
+                if end is not None:
+                    end.close()
+            raise
+        finally:
+            if theirs is not None:
+                theirs.close()
+        bridge = _Bridge(ours, environment, self.framework) if ours else None
+        serving = asyncio.create_task(bridge.serve()) if bridge else None
+        following = asyncio.create_task(self._follow(process.stderr, forget_instruction))
+        try:
+            try:
+                code = await process.wait()
+            except asyncio.CancelledError:
+                await self._stop(process)
+                raise
+            errors = await following
+        finally:
+            forget_instruction()
+            if serving is not None:
+                # The relay has exited, so the bridge is at EOF: what it left in flight is settled there.
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait_for(asyncio.shield(serving), ABANDON_SEC + 30)
+                serving.cancel()
+            if not following.done():
+                following.cancel()
+        if code in (EXIT_SUCCESS, EXIT_TRANSPORT_LOST):
+            if code == EXIT_TRANSPORT_LOST:
+                _log.warning("maka-eval-relay: %s", errors[-1] if errors else "transport lost")
+            return None
+        final = errors[-1] if errors else f"maka-eval-relay exited with status {code}"
+        detail = "; ".join(errors[:-1])
+        raise RuntimeError(f"{final} ({detail})" if detail else final)
+
+    async def _stop(self, process: asyncio.subprocess.Process) -> None:
+        """SIGTERM (agent timeout) or SIGINT (host teardown), then wait within the teardown budget."""
+        sent = signal.SIGINT if _host_teardown_requested else signal.SIGTERM
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(sent)
+        try:
+            await asyncio.wait_for(asyncio.shield(process.wait()), self._teardown_ms / 1000 + STOP_MARGIN_SEC)
+        except BaseException:  # out of budget, or cancelled again: the relay must not outlive the trial
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(process.wait())
+
+    async def _follow(self, stream: asyncio.StreamReader, on_first: Callable[[], None]) -> list[str]:
+        """Copies the relay's JSON phase log to the agent's log directory; returns its error messages."""
+        errors: list[str] = []
+        sink = None
+        logs_dir = getattr(self, "logs_dir", None)
+        if logs_dir is not None:
+            with contextlib.suppress(OSError):
+                Path(logs_dir).mkdir(parents=True, exist_ok=True)
+                sink = open(Path(logs_dir) / "maka-eval-relay.log", "ab")
+        try:
+            first = True
+            while line := await stream.readline():
+                if first:
+                    on_first()  # the relay has read its options, the instruction file among them
+                    first = False
+                if sink is not None:
+                    sink.write(line)
+                text = line.decode("utf-8", "replace").rstrip("\n")
+                try:
+                    entry = json.loads(text)
+                except ValueError:
+                    entry = {"level": "error", "message": text}
+                if not isinstance(entry, dict):
+                    continue
+                if entry.get("level") == "error":
+                    errors.append(str(entry.get("message", text)))
+                    _log.error("maka-eval-relay: %s", entry.get("message", text))
+                else:
+                    _log.info("maka-eval-relay: %s", text)
+        finally:
+            if sink is not None:
+                sink.close()
+        return errors
+
+
+def _docker_target(environment: Any) -> list[str] | None:
+    """The fast path: relay arguments naming the container of a plain Docker environment, when it says
+    which one it is and the engine's socket is here; otherwise None (the bridge serves every other kind)."""
+    if type(environment).__name__ != "DockerEnvironment":
+        return None
+    if not os.environ.get("DOCKER_HOST") and not os.path.exists("/var/run/docker.sock"):
+        return None
+    for attribute in ("container_name", "_container_name"):
+        value = getattr(environment, attribute, None)
+        if isinstance(value, str) and value:
+            return ["--env", f"docker:{value}"]
+    for attribute in ("compose_project_name", "_compose_project_name", "project_name"):
+        value = getattr(environment, attribute, None)
+        if isinstance(value, str) and value:
+            return ["--compose-project", value]
+    return None
+
+
+def _accepts(function: Callable[..., Any], parameter: str) -> bool:
+    try:
+        parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return True
+    return parameter in parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+    )
+
+
+def _exec_reply(result: Any) -> dict[str, Any]:
+    code = getattr(result, "return_code", None)
+
+    def tail(value: Any) -> str:
+        text = str(value or "")
+        return text if len(text) <= OUTPUT_LIMIT else text[-OUTPUT_LIMIT:]
+
+    return {
+        "ok": True,
+        "returnCode": code if isinstance(code, int) else -1,
+        "stdout": tail(getattr(result, "stdout", "")),
+        "stderr": tail(getattr(result, "stderr", "")),
+    }
+
+
+class _Bridge:
+    """Serves the relay's requests on the environment; requests overlap and are answered by id."""
+
+    def __init__(self, sock: socket.socket, environment: Any, framework: str):
+        self._sock = sock
+        self._env = environment
+        self._framework = framework
+        self._pending: dict[Any, tuple[asyncio.Task[None], dict[str, Any]]] = {}
+        self._writer: asyncio.StreamWriter | None = None
+        self._write_lock = asyncio.Lock()
+        self._warned_user = False
+
+    async def serve(self) -> None:
+        reader, self._writer = await asyncio.open_unix_connection(sock=self._sock, limit=REQUEST_LINE_LIMIT)
+        try:
+            while True:
+                try:
+                    line = await reader.readline()
+                except (ValueError, ConnectionError):
+                    break
+                if not line:
+                    break
+                try:
+                    request = json.loads(line)
+                    key = request["id"]
+                except (ValueError, TypeError, KeyError):
+                    _log.error("maka-eval-relay sent an unreadable bridge request")
+                    continue
+                task = asyncio.create_task(self._answer(request))
+                self._pending[key] = (task, request)
+                task.add_done_callback(lambda _, key=key: self._pending.pop(key, None))
+        finally:
+            await self._abandoned()
+
+    async def _abandoned(self) -> None:
+        """The relay is gone. An exec it left in flight with an ``onAbandon`` command (the subject's run)
+        gets that command (``maka-eval-helper cancel``), so nothing it started outlives it."""
+        for task, request in list(self._pending.values()):
+            command = request.get("onAbandon")
+            if command and not task.done():
+                _log.warning("maka-eval-relay left a run in flight: settling it")
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(self._exec({"command": command, "timeoutSec": 60}), ABANDON_SEC)
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait_for(asyncio.shield(task), 30)
+        tasks = [task for task, _ in self._pending.values()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self._writer is not None:
+            self._writer.close()
+
+    async def _answer(self, request: dict[str, Any]) -> None:
+        op = request.get("op")
+        try:
+            if op == "exec":
+                reply = await self._exec(request)
+            elif op == "service_exec":
+                reply = await self._service_exec(request)
+            elif op == "upload":
+                await self._env.upload_file(Path(request["source"]), request["target"])
+                reply = {"ok": True}
+            elif op == "stop":
+                await self._env.stop(delete=True)
+                reply = {"ok": True}
+            else:
+                reply = {"ok": False, "error": f"unknown bridge operation {op!r}"}
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # the relay decides what a failed call means
+            reply = {"ok": False, "error": f"{op}: {type(error).__name__}: {error}"}
+        reply["id"] = request.get("id")
+        async with self._write_lock:
+            if self._writer is None or self._writer.is_closing():
+                return
+            with contextlib.suppress(ConnectionError):
+                self._writer.write((json.dumps(reply, separators=(",", ":")) + "\n").encode())
+                await self._writer.drain()
+
+    async def _exec(self, request: dict[str, Any]) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {}
+        if request.get("cwd"):
+            kwargs["cwd"] = request["cwd"]
+        if request.get("timeoutSec") is not None and _accepts(self._env.exec, "timeout_sec"):
+            kwargs["timeout_sec"] = int(request["timeoutSec"])
+        if request.get("user"):
+            if _accepts(self._env.exec, "user"):
+                kwargs["user"] = request["user"]
+            elif not self._warned_user:
+                # Then the default user must be root for the helper's install and root steps to succeed;
+                # if it is not, they fail with the command's own error.
+                _log.warning("this environment's exec takes no user: root steps run as the default user")
+                self._warned_user = True
+        return _exec_reply(await self._env.exec(request["command"], **kwargs))
+
+    async def _service_exec(self, request: dict[str, Any]) -> dict[str, Any]:
+        if self._framework != "harbor" or not callable(getattr(self._env, "service_exec", None)):
+            return {
+                "ok": False,
+                "error": f"{self._framework} environments have no service_exec: the Eval egress policy "
+                "(MAKA_EVAL_EGRESS_REQUIRED=1) can only be verified under Harbor",
+            }
+        result = await self._env.service_exec(request["command"], service=request["service"])
+        return _exec_reply(result)

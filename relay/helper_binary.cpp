@@ -1,0 +1,70 @@
+// Which maka-eval-helper the relay uses, and the content-addressed name it has inside an environment.
+//
+// The docker and bridge backends put the helper at /.maka-eval/helper-<first 16 hex of its SHA-256>: a
+// helper found at that path is this very build, so it is uploaded once per container, never again.
+// clang-format off
+// Boost.Process with std::filesystem needs these two first (1.81), before anything else pulls it in.
+#include <boost/optional.hpp>
+#include <boost/type_traits.hpp>
+// clang-format on
+
+#include "contracts/digest.hpp"
+#include "relay/backend.hpp"
+
+#include <array>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include <boost/process/v2/environment.hpp>
+
+namespace maka_eval::relay {
+
+namespace bp = boost::process::v2;
+
+boost::system::result<std::string, backend_error> locate_helper(const std::string& configured) {
+    namespace fs = std::filesystem;
+    using helper_path = boost::system::result<std::string, backend_error>;
+    if (!configured.empty()) {
+        if (::access(configured.c_str(), X_OK) != 0) {
+            return backend_error{"--helper " + configured + " is not an executable file"};
+        }
+        return helper_path(boost::system::in_place_value, configured);
+    }
+    if (const auto env = process_env("MAKA_EVAL_HELPER"); env && ::access(env->c_str(), X_OK) == 0) {
+        return helper_path(boost::system::in_place_value, *env);
+    }
+    std::error_code ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    for (const fs::path& candidate :
+         {self.parent_path() / "maka-eval-helper",
+          self.parent_path().parent_path() / "in_container" / "maka-eval-helper"}) {
+        if (!ec && ::access(candidate.c_str(), X_OK) == 0) {
+            return helper_path(boost::system::in_place_value, candidate.string());
+        }
+    }
+    const auto found = bp::environment::find_executable("maka-eval-helper");
+    if (!found.empty()) {
+        return helper_path(boost::system::in_place_value, found.string());
+    }
+    return backend_error{"maka-eval-helper was not found: pass --helper PATH or set MAKA_EVAL_HELPER"};
+}
+
+boost::system::result<std::string, backend_error> helper_content_name(const std::string& path) {
+    // Hashed in chunks: the binary is only held in memory when it must be uploaded.
+    std::ifstream in(path, std::ios::binary);
+    contracts::sha256 digest;
+    std::array<char, 65536> chunk{};
+    std::size_t size = 0;
+    while (in.read(chunk.data(), chunk.size()) || in.gcount() > 0) {
+        digest.update({chunk.data(), static_cast<std::size_t>(in.gcount())});
+        size += static_cast<std::size_t>(in.gcount());
+    }
+    if (size == 0) {
+        return backend_error{"cannot read " + path};
+    }
+    return boost::system::result<std::string, backend_error>(boost::system::in_place_value,
+                                                             "helper-" + digest.hex().substr(0, 16));
+}
+
+} // namespace maka_eval::relay

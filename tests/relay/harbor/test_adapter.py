@@ -1,0 +1,366 @@
+"""The Harbor/Pier adapter (relay/harbor) with stand-in BaseAgent and environment classes.
+
+``unit``: what needs no engine (construction, the missing relay binary). ``e2e``: whole trials through the
+real relay, helper and orchestrator double, on a real Docker engine, with Harbor-shaped and Pier-shaped
+environments (tests/relay/harbor/environments.py): the happy path, an ``execute`` refusal, the agent
+timeout (the cancellation re-raised, ``framework_timeout`` reported), host teardown, a relay killed
+mid-run, egress, the Docker fast path. Run as ``test_adapter.py unit|e2e [TEST_ID]``, ``--list`` to list;
+``e2e`` exits 77 (skipped) unless MAKA_EVAL_E2E=1. Binaries come from MAKA_EVAL_TEST_RELAY and
+MAKA_EVAL_TEST_ORCHESTRATOR.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import glob
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import uuid
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[2]
+sys.path[:0] = [str(HERE / "standins"), str(HERE), str(ROOT / "relay" / "harbor")]
+
+import environments  # noqa: E402
+from environments import DockerEnvironment, PierDockerEnvironment, docker  # noqa: E402
+from maka_eval_relay import agent as core  # noqa: E402
+from maka_eval_relay import harbor as harbor_agent  # noqa: E402
+from maka_eval_relay import pier as pier_agent  # noqa: E402
+
+RELAY = os.environ.get("MAKA_EVAL_TEST_RELAY", "")
+ORCHESTRATOR = os.environ.get("MAKA_EVAL_TEST_ORCHESTRATOR", "")
+RESULT_TOKEN = "0123456789abcdef0123456789abcdef"  # the orchestrator double's
+CREDENTIAL = "adapter-credential-" + uuid.uuid4().hex
+
+
+def frame(payload: str) -> str:
+    raw = payload.encode()
+    body = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return f"MAKA-EVAL-RESULT-V1 {RESULT_TOKEN} {len(raw)} {hashlib.sha256(raw).hexdigest()} {body}"
+
+
+class Orchestrator:
+    """maka-eval-test-orchestrator: listens, prints its port, then the transcript when the exchange ends."""
+
+    def __init__(self, token: str, script: str, *args: str):
+        self.process = subprocess.Popen(
+            [ORCHESTRATOR, "--credential", "SECRET_KEY", *args, "--", "sh", "-c", script],
+            stdout=subprocess.PIPE, text=True,
+            env={"PATH": "/usr/bin:/bin", "MAKA_EVAL_RELAY_TOKEN": token, "SECRET_KEY": CREDENTIAL},
+        )
+        line = self.process.stdout.readline()
+        assert line.startswith("port "), line
+        self.port = int(line.split()[1])
+
+    def transcript(self) -> dict:
+        out, _ = self.process.communicate(timeout=60)
+        return json.loads(out.strip().splitlines()[-1])
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+class UnitTest(unittest.TestCase):
+    def agent(self, module=harbor_agent, **kwargs):
+        options = dict(relay_host="127.0.0.1", relay_port=9, relay_token="t", teardown_timeout_ms=1000)
+        options.update(kwargs)
+        return module.RelayAgent(logs_dir=tempfile.mkdtemp(), model_name=None, **options)
+
+    def test_name_version_and_the_original_kwargs(self):
+        for module in (harbor_agent, pier_agent):
+            agent = self.agent(module)
+            self.assertEqual(agent.name(), "maka-eval-relay")
+            self.assertEqual(agent.version(), "1")
+            self.assertEqual(agent.framework, module.__name__.rsplit(".", 1)[1])
+            self.assertIsNone(asyncio.run(agent.setup(object())))
+
+    def test_an_invalid_teardown_timeout_is_refused_with_the_originals_text(self):
+        for bad in (0, -5, 1.5, "100", None):
+            with self.assertRaisesRegex(RuntimeError, "^Maka Eval teardown timeout is invalid$"):
+                self.agent(teardown_timeout_ms=bad)
+        self.agent(teardown_timeout_ms=True)  # a bool is an int, as in the original
+
+    def test_a_missing_relay_binary_is_a_clear_error_before_any_environment_call(self):
+        class Untouchable:
+            def __getattr__(self, name):
+                raise AssertionError(f"the environment was used: {name}")
+
+        with self.assertRaisesRegex(RuntimeError, "maka-eval-relay was not found at /nonexistent/relay"):
+            asyncio.run(self.agent(relay_binary="/nonexistent/relay").run("x", Untouchable(), None))
+        saved = os.environ.get("PATH", "")
+        os.environ["PATH"] = tempfile.mkdtemp()
+        try:
+            with self.assertRaisesRegex(RuntimeError, "pass relay_binary=PATH.*or on PATH"):
+                asyncio.run(self.agent().run("x", Untouchable(), None))
+        finally:
+            os.environ["PATH"] = saved
+
+    def test_pier_refuses_service_exec_clearly(self):
+        bridge = core._Bridge(None, PierDockerEnvironment("unused"), "pier")
+        reply = asyncio.run(bridge._service_exec({"command": "true", "service": "s"}))
+        self.assertFalse(reply["ok"])
+        self.assertIn("pier environments have no service_exec", reply["error"])
+
+
+class Trial:
+    """One container, one orchestrator double, one agent."""
+
+    def __init__(self, test: unittest.TestCase, module, script: str, *orchestrator_args: str,
+                 run_args: tuple[str, ...] = (), fast_path: bool = False, teardown_ms: int = 30000):
+        self.token = "adapter-token-" + uuid.uuid4().hex
+        self.container = environments.start_container(*run_args)
+        test.addCleanup(environments.remove_container, self.container)
+        self.orchestrator = Orchestrator(self.token, script, *orchestrator_args)
+        test.addCleanup(self.orchestrator.close)
+        self.logs = Path(tempfile.mkdtemp())
+        self.env = (DockerEnvironment(self.container) if module is harbor_agent
+                    else PierDockerEnvironment(self.container))
+        self.agent = module.RelayAgent(
+            logs_dir=self.logs, model_name="m", relay_host="127.0.0.1", relay_port=self.orchestrator.port,
+            relay_token=self.token, teardown_timeout_ms=teardown_ms, relay_binary=RELAY,
+            docker_fast_path=fast_path)
+
+    def run(self, instruction: str = "do the task"):
+        return asyncio.run(self.agent.run(instruction, self.env, None))
+
+    def sh(self, script: str, user: str = "0") -> subprocess.CompletedProcess[str]:
+        return docker("exec", "-u", user, self.container, "sh", "-c", script, check=False)
+
+    def processes(self) -> list[str]:
+        listing = self.sh("ps -o args")
+        assert listing.returncode == 0, listing.stderr  # a probe that cannot run must fail the test
+        return [line.strip() for line in listing.stdout.splitlines()]
+
+    def no_process_soon(self, command_line: str) -> bool:
+        for _ in range(100):
+            if command_line not in self.processes():
+                return True
+            time.sleep(0.05)
+        return False
+
+    def relay_log(self) -> str:
+        path = self.logs / "maka-eval-relay.log"
+        return path.read_text() if path.exists() else ""
+
+    async def cancel_when_running(self, host_teardown: bool = False) -> None:
+        task = asyncio.create_task(self.agent.run("do the task", self.env, None))
+        for _ in range(400):
+            if self.sh("cat /logs/agent/.maka-eval-*.pid 2>/dev/null").stdout.strip():
+                break
+            await asyncio.sleep(0.05)
+        else:
+            raise AssertionError("the subject never started")
+        if host_teardown:
+            core.request_host_teardown()
+        task.cancel()
+        await task  # must raise CancelledError
+
+
+class Scenarios:
+    """The same trials under Harbor and under Pier (``module``)."""
+
+    module = harbor_agent
+
+    def test_happy_path_frame_artifacts_and_no_secret_left(self):
+        completed = frame('{"status":"completed"}')
+        script = (f'echo noise; echo to-stderr >&2; [ "$SECRET_KEY" = {CREDENTIAL} ] && echo credential-ok; '
+                  f"echo '{completed}'")
+        t = Trial(self, self.module, script)
+        host_files = set(glob.glob(os.path.join(tempfile.gettempdir(), "maka-eval-*")))
+        self.assertIsNone(t.run())
+        transcript = t.orchestrator.transcript()
+        self.assertEqual(transcript["ready"]["instruction"], "do the task")
+        self.assertEqual(transcript["ready"]["cwd"], "/")
+        executed = transcript["executed"]
+        self.assertEqual((executed["termination"], executed["exitCode"]), ("exited", 0))
+        self.assertEqual(executed["stdout"], '{"status":"completed"}')
+        # The noise lines count as unstructured output; stderr does not (the helper keeps it apart).
+        self.assertEqual(executed["diagnostic"]["category"], "unstructured-output")
+        self.assertEqual(executed["diagnostic"]["bytes"], len("noise\ncredential-ok\n"))
+        self.assertTrue(transcript["verifySent"])
+        self.assertEqual(t.sh("cat /logs/artifacts/maka-subject.stdout.txt").stdout.split("\n")[:2],
+                         ["noise", "credential-ok"])
+        self.assertEqual(t.sh("cat /logs/artifacts/maka-subject.stderr.txt").stdout, "to-stderr\n")
+        # The run request (credentials) was unlinked, the scope file removed; nothing on the host either.
+        self.assertEqual(t.sh("ls -a /tmp /logs/agent | grep maka-eval || true").stdout, "")
+        self.assertEqual(set(glob.glob(os.path.join(tempfile.gettempdir(), "maka-eval-*"))) - host_files, set())
+        self.assertNotIn(CREDENTIAL, t.relay_log())
+        self.assertNotIn(t.token, t.relay_log())
+        self.assertIn('"backend":"bridge', t.relay_log())
+        # A second trial in the same environment finds the helper: probe, request upload, run.
+        first = list(t.env.calls)
+        t.env.calls.clear()
+        again = Orchestrator(t.token, "exit 3")
+        self.addCleanup(again.close)
+        t.agent._port = again.port
+        self.assertIsNone(t.run())
+        self.assertEqual(again.transcript()["executed"]["exitCode"], 3)
+        self.assertEqual(t.env.calls, ["exec", "upload_file", "exec"])
+        self.assertEqual(first.count("upload_file"), 2)  # the helper once, the request once
+
+    def test_an_execute_refusal_raises_with_the_originals_text_and_runs_nothing(self):
+        raw = json.dumps({"command": "sh", "args": ["-c", "touch /tmp/ran"], "environment": {"1BAD": "x"},
+                          "credentials": {}, "resultToken": RESULT_TOKEN})
+        t = Trial(self, self.module, "unused", "--raw-execute", raw)
+        with self.assertRaisesRegex(RuntimeError, "invalid Maka Eval environment name"):
+            t.run()
+        self.assertIsNone(t.orchestrator.transcript()["executed"])
+        self.assertNotEqual(t.sh("test -e /tmp/ran").returncode, 0)
+
+    def test_agent_timeout_reraises_the_cancellation_and_reports_framework_timeout(self):
+        t = Trial(self, self.module, "sleep 3601")
+        with self.assertRaises(asyncio.CancelledError):
+            asyncio.run(t.cancel_when_running())
+        executed = t.orchestrator.transcript()["executed"]
+        self.assertEqual((executed["termination"], executed["exitCode"]), ("framework_timeout", 124))
+        self.assertEqual(executed["diagnostic"]["category"], "result-frame-missing")
+        self.assertTrue(t.no_process_soon("sleep 3601"))
+        self.assertEqual(t.sh("ls -a /tmp | grep maka-eval-run || true").stdout, "")
+
+    def test_the_runners_wait_for_sees_the_timeout(self):
+        # Harbor 0.20 runs the agent under asyncio.wait_for (Pier alike): a swallowed cancellation would return normally.
+        t = Trial(self, self.module, "sleep 3602")
+
+        async def harbor_trial():
+            await asyncio.wait_for(t.agent.run("do the task", t.env, None), timeout=6)
+
+        with self.assertRaises(asyncio.TimeoutError):
+            asyncio.run(harbor_trial())
+        self.assertEqual(t.orchestrator.transcript()["executed"]["termination"], "framework_timeout")
+        self.assertTrue(t.no_process_soon("sleep 3602"))
+
+    def test_host_teardown_settles_the_subject_and_reports_nothing(self):
+        t = Trial(self, self.module, "sleep 3603")
+        try:
+            with self.assertRaises(asyncio.CancelledError):
+                asyncio.run(t.cancel_when_running(host_teardown=True))
+        finally:
+            core._host_teardown_requested = False
+        self.assertIsNone(t.orchestrator.transcript()["executed"])
+        self.assertTrue(t.no_process_soon("sleep 3603"))
+        self.assertIn('"reason":"host-teardown"', t.relay_log())
+
+    def test_a_killed_relay_leaves_nothing_running(self):
+        t = Trial(self, self.module, "sleep 3604")
+
+        async def kill_relay_mid_run():
+            task = asyncio.create_task(t.agent.run("do the task", t.env, None))
+            for _ in range(400):
+                if "sleep 3604" in t.processes():
+                    break
+                await asyncio.sleep(0.05)
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                with contextlib.suppress(OSError):
+                    parent = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+                    command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                    if int(parent) == os.getpid() and command[0] == RELAY.encode():
+                        os.kill(int(pid), signal.SIGKILL)
+            await task
+
+        with self.assertRaisesRegex(RuntimeError, "exited with status -9"):
+            asyncio.run(kill_relay_mid_run())
+        self.assertTrue(t.no_process_soon("sleep 3604"))
+
+
+class HarborTest(Scenarios, unittest.TestCase):
+    module = harbor_agent
+
+    def test_a_uid_1000_subject_reads_its_root_uploaded_request(self):
+        t = Trial(self, self.module, "id -u; echo $SECRET_KEY | wc -c", run_args=("--user", "1000:1000"))
+        # As Harbor's mounted /logs: the subject's user may restrict its own artifact directory.
+        self.assertEqual(t.sh("chown 1000:1000 /logs/artifacts").returncode, 0)
+        self.assertIsNone(t.run())
+        self.assertEqual(t.orchestrator.transcript()["executed"]["exitCode"], 0)
+        self.assertEqual(t.sh("cat /logs/artifacts/maka-subject.stdout.txt").stdout.split(),
+                         ["1000", str(len(CREDENTIAL) + 1)])
+
+    def test_egress_required_checks_through_service_exec_and_pins_the_proxy(self):
+        sidecar = environments.start_container("--cap-drop", "NET_RAW")
+        self.addCleanup(environments.remove_container, sidecar)
+        t = Trial(self, self.module, "grep maka-eval-mitmproxy /etc/hosts",
+                  run_args=("--network", f"container:{sidecar}", "--cap-drop", "NET_RAW"))
+        t.env = DockerEnvironment(t.container, {"harbor-docker-egress-control-sidecar": sidecar})
+        self.assertEqual(t.sh("mkdir -p /opt/maka-egress && echo 172.18.0.2 > /opt/maka-egress/proxy-ipv4")
+                         .returncode, 0)
+        os.environ["MAKA_EVAL_EGRESS_REQUIRED"] = "1"
+        try:
+            self.assertIsNone(t.run())
+        finally:
+            del os.environ["MAKA_EVAL_EGRESS_REQUIRED"]
+        self.assertEqual(t.orchestrator.transcript()["executed"]["exitCode"], 0)
+        self.assertIn("service_exec", t.env.calls)
+        self.assertEqual(t.sh("tail -1 /etc/hosts").stdout, "172.18.0.2 maka-eval-mitmproxy\n")
+
+    def test_the_docker_fast_path_hands_the_relay_the_container(self):
+        fast = frame('{"fast":true}')
+        t = Trial(self, self.module, f"echo '{fast}'", fast_path=True)
+        self.assertIsNone(t.run())
+        self.assertEqual(t.orchestrator.transcript()["executed"]["stdout"], '{"fast":true}')
+        self.assertEqual(t.env.calls, [])  # not one call through the environment object
+        self.assertIn('"backend":"docker', t.relay_log())
+
+
+class PierTest(Scenarios, unittest.TestCase):
+    module = pier_agent
+
+    def test_egress_required_is_refused_clearly_without_service_exec(self):
+        t = Trial(self, self.module, "exit 0")
+        os.environ["MAKA_EVAL_EGRESS_REQUIRED"] = "1"
+        try:
+            with self.assertRaisesRegex(RuntimeError, "pier environments have no service_exec"):
+                t.run()
+        finally:
+            del os.environ["MAKA_EVAL_EGRESS_REQUIRED"]
+        self.assertIsNone(t.orchestrator.transcript()["ready"])
+
+    def test_without_user_a_non_root_default_user_cannot_install_the_helper(self):
+        t = Trial(self, self.module, "exit 0", run_args=("--user", "1000:1000"))
+        with self.assertRaisesRegex(RuntimeError, "cannot create /.maka-eval"):
+            t.run()
+
+
+def suites() -> dict[str, unittest.TestSuite]:
+    loader = unittest.TestLoader()
+    return {"unit": loader.loadTestsFromTestCase(UnitTest),
+            "e2e": unittest.TestSuite([loader.loadTestsFromTestCase(HarborTest),
+                                       loader.loadTestsFromTestCase(PierTest)])}
+
+
+def flatten(suite: unittest.TestSuite) -> list[unittest.TestCase]:
+    out = []
+    for item in suite:
+        out += flatten(item) if isinstance(item, unittest.TestSuite) else [item]
+    return out
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--list"]:
+        for kind, suite in suites().items():
+            for case in flatten(suite):
+                print(kind, case.id().split(".", 1)[1])
+        return 0
+    kind = argv[0] if argv else "unit"
+    if kind == "e2e" and os.environ.get("MAKA_EVAL_E2E") != "1":
+        return 77  # skipped: no engine prepared for this run
+    selected = [case for case in flatten(suites()[kind]) if len(argv) < 2 or case.id().endswith("." + argv[1])]
+    if not selected:
+        print(f"no such test: {argv[1:]}", file=sys.stderr)
+        return 2
+    result = unittest.TextTestRunner(verbosity=2).run(unittest.TestSuite(selected))
+    return 0 if result.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
