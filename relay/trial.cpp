@@ -14,6 +14,8 @@
 #include "relay/exit_codes.hpp"
 
 #include <csignal>
+#include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 
@@ -47,12 +49,14 @@ struct event {
         orchestrator_bad,
         helper_message,
         helper_closed,
-        signal
+        signal,
+        deadline // internal to `next`: the timed wait `generation` is over
     };
     kind what = kind::orchestrator_closed;
     std::string text; // the orchestrator's line, or what was wrong
     contracts::session_message message;
     int signal = 0;
+    std::uint64_t generation = 0;
 };
 
 using event_channel = asio::experimental::channel<void(boost::system::error_code, event)>;
@@ -68,7 +72,7 @@ class trial : public std::enable_shared_from_this<trial> {
   public:
     trial(const trial_config& config, backend& env, phase_log& log, const asio::any_io_executor& executor)
         : config_(config), env_(env), log_(log), executor_(executor), events_(executor, 256),
-          socket_(executor), signals_(executor, SIGTERM, SIGINT) {}
+          deadline_timer_(executor), socket_(executor), signals_(executor, SIGTERM, SIGINT) {}
 
     asio::awaitable<trial_outcome> run();
 
@@ -76,10 +80,17 @@ class trial : public std::enable_shared_from_this<trial> {
     asio::awaitable<void> read_orchestrator();
     asio::awaitable<void> read_helper();
     asio::awaitable<void> watch_signals();
+    // Boost 1.81's channel refuses try_send after a waiting receive was cancelled (our timed `next`) until
+    // the next receive starts: such events, and any past the channel's capacity, wait in the backlog, which
+    // `next` drains first so that the order is kept. Nothing is dropped.
     void post(event e) {
-        if (events_.is_open() && !events_.try_send(boost::system::error_code{}, std::move(e))) {
-            log_.error("event queue overflow");
+        if (!events_.is_open()) {
+            return;
         }
+        if (backlog_.empty() && events_.try_send(boost::system::error_code{}, e)) {
+            return;
+        }
+        backlog_.push_back(std::move(e));
     }
     // Starts a reader; a failure it throws is reported, never silently dropped.
     void spawn(asio::awaitable<void> reader) {
@@ -117,6 +128,9 @@ class trial : public std::enable_shared_from_this<trial> {
     phase_log& log_;
     asio::any_io_executor executor_;
     event_channel events_;
+    std::deque<event> backlog_;
+    asio::steady_timer deadline_timer_;
+    std::uint64_t deadline_generation_ = 0;
     tcp::socket socket_;
     asio::signal_set signals_;
     std::unique_ptr<helper_session> session_;
@@ -185,19 +199,41 @@ asio::awaitable<void> trial::read_helper() {
     }
 }
 
+// A timed wait never cancels a receive (cancelling one can lose the event it was completing with): the
+// deadline arrives as an event of its own, and one from an earlier wait is ignored.
 asio::awaitable<std::optional<event>> trial::next(std::optional<clock_type::time_point> deadline) {
-    if (!deadline) {
-        auto [ec, e] = co_await events_.async_receive(as_tuple(use_awaitable));
-        co_return ec ? std::nullopt : std::optional<event>(std::move(e));
+    const std::uint64_t generation = ++deadline_generation_;
+    if (deadline) {
+        deadline_timer_.expires_at(*deadline);
+        deadline_timer_.async_wait([self = shared_from_this(), generation](boost::system::error_code ec) {
+            if (!ec) {
+                self->post({event::kind::deadline, {}, {}, 0, generation});
+            }
+        });
     }
-    asio::steady_timer timer(executor_, *deadline);
-    auto first = co_await (events_.async_receive(as_tuple(use_awaitable)) ||
-                           timer.async_wait(as_tuple(use_awaitable)));
-    if (first.index() == 1) {
-        co_return std::nullopt;
+    while (true) {
+        event e;
+        if (!backlog_.empty()) {
+            e = std::move(backlog_.front());
+            backlog_.pop_front();
+        } else {
+            auto [ec, received] = co_await events_.async_receive(as_tuple(use_awaitable));
+            if (ec) {
+                co_return std::nullopt;
+            }
+            e = std::move(received);
+        }
+        if (e.what == event::kind::deadline) {
+            if (deadline && e.generation == generation) {
+                co_return std::nullopt;
+            }
+            continue; // an earlier wait's
+        }
+        if (deadline) {
+            deadline_timer_.cancel(); // a pending wait would keep the relay alive until it expired
+        }
+        co_return e;
     }
-    auto [ec, e] = std::get<0>(std::move(first));
-    co_return ec ? std::nullopt : std::optional<event>(std::move(e));
 }
 
 asio::awaitable<bool> trial::send_orchestrator(std::string line) {
@@ -225,6 +261,7 @@ void trial::finish() {
     socket_.shutdown(tcp::socket::shutdown_both, ignored);
     socket_.close(ignored);
     signals_.cancel(ignored);
+    deadline_timer_.cancel();
     events_.close();
 }
 
@@ -311,6 +348,7 @@ asio::awaitable<trial_outcome> trial::prepare_and_run() {
         case event::kind::helper_closed:
             co_return outcome(exit_environment, "the helper session ended before execute");
         case event::kind::helper_message:
+        case event::kind::deadline:
             continue;
         case event::kind::orchestrator_line:
             break;
