@@ -170,7 +170,12 @@ class bridge_session final : public helper_session {
         if (!message) {
             co_return false;
         }
-        if (const auto* run = std::get_if<contracts::run_request>(&*message)) {
+        if (auto* run = std::get_if<contracts::run_request>(&*message)) {
+            for (auto* vars : {&run->environment, &run->credentials}) {
+                for (auto& [name, value] : *vars) {
+                    contracts::wipe(value);
+                }
+            }
             if (state_ != state::idle) {
                 co_return false;
             }
@@ -247,6 +252,7 @@ class bridge_session final : public helper_session {
             }
             auto uploaded = co_await bridge_.upload(*source, target, call_deadline);
             if (!uploaded) {
+                co_await discard(target); // a failed upload may still have left part of it
                 fail_before_start("cannot upload the run request: " + uploaded.error().message);
                 co_return;
             }
@@ -261,12 +267,14 @@ class bridge_session final : public helper_session {
             bridge_exec request{sh_join(adopt), {}, "root", seconds(60), {}};
             auto adopted = co_await bridge_.exec(std::move(request), call_deadline);
             if (!adopted || adopted->exit_code != 0) {
+                co_await discard(target);
                 fail_before_start("cannot give the run request to uid " + std::to_string(uid_) + ": " +
                                   (adopted ? tail_of(adopted->out + adopted->err) : adopted.error().message));
                 co_return;
             }
         }
         if (killed_) {
+            co_await discard(target);
             co_return;
         }
         // No `started`: the subject's pid exists only inside the environment, and nothing here needs it.
@@ -290,6 +298,12 @@ class bridge_session final : public helper_session {
                                                                tail_of(ran->out + ran->err)});
         }
         finish();
+    }
+
+    // A request that will not be run must not stay behind with its credentials.
+    asio::awaitable<void> discard(std::string target) {
+        bridge_exec request{"rm -f -- " + sh_quote(target), {}, "root", seconds(30), {}};
+        (void)co_await bridge_.exec(std::move(request), call_deadline);
     }
 
     std::string cancel_command() const {

@@ -59,6 +59,39 @@ TEST_CASE("run --request refuses a file others could read, or one owned by someo
     CHECK(run_process({helper_binary, "run"}).exit_code == 2);
 }
 
+TEST_CASE("adopt hands a root-owned 0600 request to a user, and nothing else") {
+    scratch dir;
+    const auto path = write_request(dir, dir.request({"true"}), 0600);
+    CHECK(run_process({helper_binary, "adopt", "--request", path}).exit_code == 2);
+    CHECK(run_process({helper_binary, "adopt", "--request", path, "--uid", "x", "--gid", "1"}).exit_code ==
+          2);
+    const auto link = (dir.path() / "link").string();
+    std::filesystem::create_symlink(path, link);
+    if (::geteuid() != 0) {
+        // Only root can give a file away: the refusal must say why, and leave the file as it was.
+        CHECK(run_process({helper_binary, "adopt", "--request", path, "--uid", "1000", "--gid", "1000"})
+                  .exit_code == 1);
+        return;
+    }
+    // Never through a symlink, never a file others can read.
+    CHECK(run_process({helper_binary, "adopt", "--request", link, "--uid", "1000", "--gid", "1000"})
+              .exit_code == 1);
+    ::chmod(path.c_str(), 0640);
+    CHECK(run_process({helper_binary, "adopt", "--request", path, "--uid", "1000", "--gid", "1000"})
+              .exit_code == 1);
+    ::chmod(path.c_str(), 0600);
+    const auto r = run_process({helper_binary, "adopt", "--request", path, "--uid", "1000", "--gid", "1001"});
+    CHECK(r.exit_code == 0);
+    struct stat info {};
+    REQUIRE(::stat(path.c_str(), &info) == 0);
+    CHECK(info.st_uid == 1000);
+    CHECK(info.st_gid == 1001);
+    CHECK((info.st_mode & 0777) == 0600);
+    // Once given away it is not root's any more: a second adopt (to anyone else) is refused.
+    CHECK(run_process({helper_binary, "adopt", "--request", path, "--uid", "0", "--gid", "0"}).exit_code ==
+          1);
+}
+
 TEST_CASE("cancel --scope settles the run of another helper and waits for it") {
     scratch dir;
     auto request = dir.request({"sh", "-c", "trap '' TERM; sleep 60"});

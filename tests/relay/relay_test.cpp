@@ -235,6 +235,7 @@ TEST_CASE("SIGTERM with a TERM-ignoring subject inside a short budget: destroy, 
           "{\"category\":\"result-frame-missing\",\"bytes\":0,\"sha256\":\"" + contracts::sha256_hex("") +
               "\"}");
     CHECK(o.relay_log.find("destroy") != std::string::npos);
+    CHECK(o.relay_log.find("overflow") == std::string::npos); // no event lost after the timed-out settle
     CHECK(gone_soon(pgid));
 }
 
@@ -294,6 +295,23 @@ TEST_CASE("the relay token is never taken from argv; a token file must be privat
                     std::vector<std::string>{"PATH=/usr/bin:/bin"});
     CHECK(r.exit_code == relay::exit_usage);
     CHECK(r.err.find("mode 0600") != std::string::npos);
+}
+
+TEST_CASE("--env bridge needs the adapter's socket, and says so") {
+    auto r = run_process({relay_binary, "connect", "--host", "127.0.0.1", "--port", "9", "--env", "bridge"},
+                         "", base_env());
+    CHECK(r.exit_code == relay::exit_usage);
+    CHECK(r.err.find("--env bridge and --bridge-fd go together") != std::string::npos);
+    r = run_process({relay_binary, "connect", "--host", "127.0.0.1", "--port", "9", "--bridge-fd", "1"}, "",
+                    base_env());
+    CHECK(r.exit_code == relay::exit_usage);
+    CHECK(r.err.find("--bridge-fd takes") != std::string::npos);
+    // An fd number that is not an inherited socket (none is open at 200 here).
+    r = run_process({relay_binary, "connect", "--host", "127.0.0.1", "--port", "9", "--env", "bridge",
+                     "--bridge-fd", "200", "--helper", helper_binary},
+                    "", base_env());
+    CHECK(r.exit_code == relay::exit_environment);
+    CHECK(r.err.find("is not an open socket") != std::string::npos);
 }
 
 TEST_CASE("run: the debugging command, one JSON object with the messages as sent") {

@@ -86,6 +86,7 @@ class RelayAgentCore:
         teardown_timeout_ms: int,
         relay_binary: str | None = None,
         helper_binary: str | None = None,
+        helper_in_container: str | None = None,
         docker_fast_path: bool = True,
         **kwargs: Any,
     ):
@@ -98,6 +99,7 @@ class RelayAgentCore:
         self._teardown_ms = teardown_timeout_ms
         self._relay_binary = relay_binary
         self._helper_binary = helper_binary
+        self._helper_in_container = helper_in_container
         self._docker_fast_path = docker_fast_path
 
     @staticmethod
@@ -116,6 +118,8 @@ class RelayAgentCore:
                 "--teardown-timeout-ms", str(self._teardown_ms), "--log-format", "json"]
         if self._helper_binary:
             argv += ["--helper", self._helper_binary]
+        if self._helper_in_container:
+            argv += ["--helper-in-container", self._helper_in_container]
         direct = _docker_target(environment) if self._docker_fast_path else None
         ours = theirs = None
         if direct:

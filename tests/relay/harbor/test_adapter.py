@@ -154,10 +154,10 @@ class Trial:
         path = self.logs / "maka-eval-relay.log"
         return path.read_text() if path.exists() else ""
 
-    async def cancel_when_running(self, host_teardown: bool = False) -> None:
+    async def cancel_when_running(self, host_teardown: bool = False, marker: str = "/logs/agent/.maka-eval-*.pid"):
         task = asyncio.create_task(self.agent.run("do the task", self.env, None))
         for _ in range(400):
-            if self.sh("cat /logs/agent/.maka-eval-*.pid 2>/dev/null").stdout.strip():
+            if self.sh(f"cat {marker} 2>/dev/null").returncode == 0:
                 break
             await asyncio.sleep(0.05)
         else:
@@ -228,6 +228,20 @@ class Scenarios:
         self.assertEqual(executed["diagnostic"]["category"], "result-frame-missing")
         self.assertTrue(t.no_process_soon("sleep 3601"))
         self.assertEqual(t.sh("ls -a /tmp | grep maka-eval-run || true").stdout, "")
+
+    def test_a_subject_that_ignores_term_past_the_budget_gets_the_environment_destroyed(self):
+        # 2 s of budget against the helper's 20 s TERM grace: settling cannot finish, so the relay stops
+        # the environment (stop(delete=True)) and still reports framework_timeout.
+        t = Trial(self, self.module, "trap '' TERM; touch /tmp/trapped; sleep 3605", teardown_ms=2000)
+        started = time.monotonic()
+        with self.assertRaises(asyncio.CancelledError):
+            asyncio.run(t.cancel_when_running(marker="/tmp/trapped"))
+        self.assertLess(time.monotonic() - started, 20)
+        executed = t.orchestrator.transcript()["executed"]
+        self.assertEqual((executed["termination"], executed["exitCode"]), ("framework_timeout", 124))
+        self.assertIn("stop", t.env.calls)
+        self.assertIn('"phase":"destroy"', t.relay_log())
+        self.assertNotEqual(docker("inspect", t.container, check=False).returncode, 0)  # removed
 
     def test_the_runners_wait_for_sees_the_timeout(self):
         # Harbor 0.20 runs the agent under asyncio.wait_for (Pier alike): a swallowed cancellation would return normally.
