@@ -12,15 +12,24 @@ the same run. Measurements (issue targets in brackets):
   3. peak RSS of the relay and of the helper while the subject prints 1 MiB, 100 MiB, 1 GiB [<= 16 MiB]
   4. 32 concurrent trials in 32 containers: wall time, relay CPU seconds per trial, lost results [0]
   5. frame projection on a 64 KiB carrier (for the record)
+  6. per-trial overhead through the Harbor/Pier adapter and the bridge backend, with the Harbor-shaped
+     stand-in environment (one `docker` CLI process per call), against a bare `docker exec … true` through
+     the same CLI; calls on the environment object per trial
 """
 import argparse
+import asyncio
 import json
 import os
 import resource
 import signal
 import statistics
 import subprocess
+import sys
+import tempfile
 import time
+import uuid
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 TOKEN_FRAME = "/.maka-eval/maka-eval-helper frame"
 
@@ -179,6 +188,47 @@ def projection(build, rows):
                  f"{out['mibPerSecond']:.0f} MiB/s"))
 
 
+def bridge(build, repeats, rows):
+    sys.path[:0] = [f"{ROOT}/tests/relay/harbor/standins", f"{ROOT}/tests/relay/harbor", f"{ROOT}/relay/harbor"]
+    import environments
+    from maka_eval_relay import harbor as harbor_agent
+
+    c = Container("maka-bench-bridge")
+    env = environments.DockerEnvironment(c.name)
+
+    def trial():
+        token = "bench-" + uuid.uuid4().hex
+        orchestrator = subprocess.Popen([f"{build}/tests/maka-eval-test-orchestrator", "--", "true"],
+                                        stdout=subprocess.PIPE, text=True,
+                                        env={"PATH": "/usr/bin:/bin", "MAKA_EVAL_RELAY_TOKEN": token})
+        port = int(orchestrator.stdout.readline().split()[1])
+        agent = harbor_agent.RelayAgent(logs_dir=tempfile.mkdtemp(), relay_host="127.0.0.1", relay_port=port,
+                                        relay_token=token, teardown_timeout_ms=110000,
+                                        relay_binary=f"{build}/relay/maka-eval-relay", docker_fast_path=False)
+        env.calls.clear()
+        begun = time.monotonic()
+        asyncio.run(agent.run("bench", env, None))
+        wall = time.monotonic() - begun
+        transcript = json.loads(orchestrator.communicate()[0].strip().splitlines()[-1])
+        assert transcript["executed"]["exitCode"] == 0, transcript
+        return wall * 1000, len(env.calls)
+
+    try:
+        trial()  # the one-time helper install
+        baseline = []
+        for _ in range(repeats):
+            begun = time.monotonic()
+            docker("exec", c.name, "sh", "-c", "true")
+            baseline.append((time.monotonic() - begun) * 1000)
+        walls, calls = zip(*(trial() for _ in range(repeats)))
+        ratio = statistics.median(walls) / statistics.median(baseline)
+        rows.append(("bare `docker exec … true` via the CLI (bridge baseline)", fmt(baseline, "ms"), ""))
+        rows.append(("per-trial via the adapter (bridge), no-op subject", fmt(walls, "ms"),
+                     f"{ratio:.2f}× baseline; {statistics.median(calls):.0f} environment calls per trial"))
+    finally:
+        c.remove()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", required=True)
@@ -192,6 +242,7 @@ def main():
     memory(relay, rows)
     concurrent(relay, 32, rows)
     projection(args.build, rows)
+    bridge(args.build, repeats, rows)
     width = max(len(r[0]) for r in rows)
     print(f"\n{'measurement'.ljust(width)} | median (min–max) | against")
     print(f"{'-' * width}-|------------------|--------")

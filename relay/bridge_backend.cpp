@@ -350,7 +350,7 @@ class bridge_session final : public helper_session {
 class bridge_backend final : public backend {
   public:
     bridge_backend(asio::any_io_executor executor, const common_options& options, std::string helper_on_host)
-        : executor_(executor), bridge_(executor, options.bridge_fd), options_(options),
+        : executor_(std::move(executor)), bridge_(executor_, options.bridge_fd), options_(options),
           helper_on_host_(std::move(helper_on_host)) {}
 
     std::string describe() const override {

@@ -45,7 +45,7 @@ boost::system::result<exec_output, backend_error> exec_output_of(const boost::js
 
 } // namespace
 
-bridge_channel::bridge_channel(asio::any_io_executor executor, int fd)
+bridge_channel::bridge_channel(const asio::any_io_executor& executor, int fd)
     : executor_(executor), socket_(executor), read_buffer_(reply_line_limit) {
     (void)::fcntl(fd, F_SETFD, FD_CLOEXEC);
     boost::system::error_code ec;

@@ -13,7 +13,7 @@
 //                    {"id":N,"ok":false,"error":S}
 // `onAbandon` is the command the adapter runs if the relay vanishes while that exec is in flight (the
 // bridge's dead-man switch: the run exec has no stdin to close). Every call has a deadline; EOF on the
-// socket fails every call in flight at once. Schema: contracts/schema/bridge-*.schema.json.
+// socket fails every call in flight at once. The adapter's side is relay/harbor/maka_eval_relay/agent.py.
 #pragma once
 
 #include "relay/backend.hpp"
@@ -45,7 +45,7 @@ struct bridge_exec {
 class bridge_channel {
   public:
     // Takes ownership of `fd` (a connected stream socket).
-    bridge_channel(asio::any_io_executor executor, int fd);
+    bridge_channel(const asio::any_io_executor& executor, int fd);
     bridge_channel(const bridge_channel&) = delete;
     bridge_channel& operator=(const bridge_channel&) = delete;
     ~bridge_channel();

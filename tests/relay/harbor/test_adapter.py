@@ -97,15 +97,16 @@ class UnitTest(unittest.TestCase):
             def __getattr__(self, name):
                 raise AssertionError(f"the environment was used: {name}")
 
-        with self.assertRaisesRegex(RuntimeError, "maka-eval-relay was not found at /nonexistent/relay"):
-            asyncio.run(self.agent(relay_binary="/nonexistent/relay").run("x", Untouchable(), None))
-        saved = os.environ.get("PATH", "")
-        os.environ["PATH"] = tempfile.mkdtemp()
-        try:
-            with self.assertRaisesRegex(RuntimeError, "pass relay_binary=PATH.*or on PATH"):
-                asyncio.run(self.agent().run("x", Untouchable(), None))
-        finally:
-            os.environ["PATH"] = saved
+        for module in (harbor_agent, pier_agent):
+            with self.assertRaisesRegex(RuntimeError, "maka-eval-relay was not found at /nonexistent/relay"):
+                asyncio.run(self.agent(module, relay_binary="/nonexistent/relay").run("x", Untouchable(), None))
+            saved = os.environ.get("PATH", "")
+            os.environ["PATH"] = tempfile.mkdtemp()
+            try:
+                with self.assertRaisesRegex(RuntimeError, "pass relay_binary=PATH.*or on PATH"):
+                    asyncio.run(self.agent(module).run("x", Untouchable(), None))
+            finally:
+                os.environ["PATH"] = saved
 
     def test_pier_refuses_service_exec_clearly(self):
         bridge = core._Bridge(None, PierDockerEnvironment("unused"), "pier")
