@@ -1,6 +1,7 @@
 // One-file ustar archives (see tar_archive.hpp).
 #include "relay/tar_archive.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstring>
@@ -23,7 +24,8 @@ void octal(char* field, std::size_t width, unsigned long long value) {
 std::string header(std::string_view path, std::size_t size, unsigned mode, char type,
                    std::string_view link = {}) {
     std::array<char, block> h{};
-    std::memcpy(h.data(), path.data(), std::min<std::size_t>(path.size(), 100));
+    // std::copy_n, not memcpy: an empty view may have a null data() (no link), which memcpy must not get.
+    std::copy_n(path.begin(), std::min<std::size_t>(path.size(), 100), h.begin());
     octal(h.data() + 100, 8, mode);
     octal(h.data() + 108, 8, 0); // uid
     octal(h.data() + 116, 8, 0); // gid
@@ -31,7 +33,7 @@ std::string header(std::string_view path, std::size_t size, unsigned mode, char 
     octal(h.data() + 136, 12, 0);        // mtime
     std::memset(h.data() + 148, ' ', 8); // checksum is computed with its own field as spaces
     h[156] = type;
-    std::memcpy(h.data() + 157, link.data(), std::min<std::size_t>(link.size(), 100));
+    std::copy_n(link.begin(), std::min<std::size_t>(link.size(), 100), h.begin() + 157);
     std::memcpy(h.data() + 257, "ustar", 6);
     std::memcpy(h.data() + 263, "00", 2);
     unsigned sum = 0;
