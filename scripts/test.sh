@@ -4,7 +4,8 @@
 #   1. release build with -Werror; unit, integration and end-to-end tests through ctest — the e2e tests run
 #      on a real Docker engine: an engine already running is used, else Debian's docker.io is installed and
 #      dockerd started (and stopped again at the end); the test images are built FROM scratch
-#   2. clang ASan+UBSan build; the unit and integration tests again under it
+#   2. clang ASan+UBSan build; the unit and integration tests again under it, and the e2e tests when the
+#      engine is up
 #   3. each libFuzzer target for a bounded time (MAKA_FUZZ_SECONDS, default 45) from its seed corpus
 #   4. clang-format and clang-tidy (version 14) on every project source
 # Ends with one line: "N passed, N failed" over every test, fuzz target and lint check.
@@ -53,6 +54,14 @@ say "2/4 ASan+UBSan build and tests"
 if build_preset sanitize >"$LOGS/build-san.log" 2>&1; then
   ctest --preset sanitize -j2 2>&1 | tee "$LOGS/ctest-san.log" | grep -E 'tests passed|FAILED' || true
   ctest_counts "$LOGS/ctest-san.log"
+  # The docker and bridge backends only run end to end: under the sanitizers too, with the release build's
+  # static helper going into the containers.
+  if [ "${MAKA_EVAL_E2E:-}" = 1 ]; then
+    MAKA_EVAL_TEST_HELPER="$MAKA_ROOT/build/ci/in_container/maka-eval-helper" \
+      ctest --test-dir "$MAKA_ROOT/build/sanitize" -L e2e -j2 2>&1 | tee "$LOGS/ctest-san-e2e.log" |
+      grep -E 'tests passed|FAILED' || true
+    ctest_counts "$LOGS/ctest-san-e2e.log"
+  fi
 else
   tail -50 "$LOGS/build-san.log"
   record "build sanitize" 1

@@ -25,6 +25,13 @@ using namespace std::chrono_literals;
 
 const std::string in_container_helper = "/.maka-eval/maka-eval-helper";
 
+// The helper that goes into containers: this build's, unless MAKA_EVAL_TEST_HELPER names another (a
+// sanitizer build's relay is tested with the release build's static helper: its own cannot be static).
+std::string container_helper() {
+    const char* other = std::getenv("MAKA_EVAL_TEST_HELPER");
+    return other != nullptr && *other != '\0' ? std::string(other) : helper_binary;
+}
+
 void require_engine() {
     const char* enabled = std::getenv("MAKA_EVAL_E2E");
     if (enabled == nullptr || std::string_view(enabled) != "1") {
@@ -77,7 +84,7 @@ class container {
         return docker({"exec", "-u", user, name, "sh", "-c", script});
     }
     [[nodiscard]] std::vector<std::string> relay_args(std::vector<std::string> more = {}) const {
-        more.insert(more.begin(), {"--env", "docker:" + name});
+        more.insert(more.begin(), {"--env", "docker:" + name, "--helper", container_helper()});
         return more;
     }
     [[nodiscard]] std::function<std::string()> scope() const {
@@ -135,7 +142,7 @@ TEST_CASE(
     require_engine();
     container c({"--user", "1000:1000", "--cap-drop", "ALL", "--read-only", "--network", "none", "--mount",
                  "type=tmpfs,destination=/logs,tmpfs-mode=1777", "-v",
-                 helper_binary + ":/maka-eval/maka-eval-helper:ro"});
+                 container_helper() + ":/maka-eval/maka-eval-helper:ro"});
     // Harbor mounts /logs; here the capability-less container root prepares it on a tmpfs it owns.
     REQUIRE(c.exec("chmod 1777 /logs && mkdir -p /logs/agent && chmod 1777 /logs/agent", "0").exit_code == 0);
     trial t(subject({}, "id -u; \"$HELPER\" frame '{\"uid\":1000}'", "/maka-eval/maka-eval-helper"),

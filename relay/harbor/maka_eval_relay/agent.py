@@ -40,6 +40,7 @@ STOP_MARGIN_SEC = 15.0
 # report is the last line).
 OUTPUT_LIMIT = 4 * 1024 * 1024
 REQUEST_LINE_LIMIT = 1024 * 1024
+LOG_LINE_LIMIT = 1024 * 1024
 # After the relay vanished: how long its abandon command and the exec it abandoned may take.
 ABANDON_SEC = 90.0
 
@@ -120,7 +121,7 @@ class RelayAgentCore:
             argv += ["--helper", self._helper_binary]
         if self._helper_in_container:
             argv += ["--helper-in-container", self._helper_in_container]
-        direct = _docker_target(environment) if self._docker_fast_path else None
+        direct = _docker_target(environment) if self._docker_fast_path and self.framework == "harbor" else None
         ours = theirs = None
         if direct:
             argv += direct
@@ -142,6 +143,7 @@ class RelayAgentCore:
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE,
+                limit=LOG_LINE_LIMIT,
                 env={**os.environ, "MAKA_EVAL_RELAY_TOKEN": str(self._token)},
                 pass_fds=(theirs.fileno(),) if theirs else (),
             )
@@ -163,17 +165,26 @@ class RelayAgentCore:
             except asyncio.CancelledError:
                 await self._stop(process)
                 raise
-            errors = await following
+            errors, phases = await following
         finally:
             forget_instruction()
-            if serving is not None:
-                # The relay has exited, so the bridge is at EOF: what it left in flight is settled there.
-                with contextlib.suppress(BaseException):
-                    await asyncio.wait_for(asyncio.shield(serving), ABANDON_SEC + 30)
-                serving.cancel()
-            if not following.done():
-                following.cancel()
-        if code in (EXIT_SUCCESS, EXIT_TRANSPORT_LOST):
+            # The relay has exited: the bridge is at EOF (what the relay left in flight is settled there) and
+            # its log is complete. A cancellation arriving meanwhile waits for this cleanup, then goes on.
+            cancelled = False
+            for task, budget in ((serving, ABANDON_SEC + 30), (following, 5.0)):
+                if task is None:
+                    continue
+                try:
+                    await asyncio.wait_for(asyncio.shield(task), budget)
+                except asyncio.CancelledError:
+                    cancelled = True
+                except Exception:
+                    pass
+                task.cancel()
+            if cancelled:
+                raise asyncio.CancelledError()
+        # Transport loss after connecting returns, as in the original; failing to connect at all raised there.
+        if code == EXIT_SUCCESS or (code == EXIT_TRANSPORT_LOST and "connected" in phases):
             if code == EXIT_TRANSPORT_LOST:
                 _log.warning("maka-eval-relay: %s", errors[-1] if errors else "transport lost")
             return None
@@ -194,9 +205,11 @@ class RelayAgentCore:
             with contextlib.suppress(BaseException):
                 await asyncio.shield(process.wait())
 
-    async def _follow(self, stream: asyncio.StreamReader, on_first: Callable[[], None]) -> list[str]:
-        """Copies the relay's JSON phase log to the agent's log directory; returns its error messages."""
+    async def _follow(self, stream: asyncio.StreamReader, on_first: Callable[[], None]) -> tuple[list[str], set[str]]:
+        """Copies the relay's JSON phase log to the agent's log directory; returns its error messages and
+        the phases it went through."""
         errors: list[str] = []
+        phases: set[str] = set()
         sink = None
         logs_dir = getattr(self, "logs_dir", None)
         if logs_dir is not None:
@@ -205,7 +218,13 @@ class RelayAgentCore:
                 sink = open(Path(logs_dir) / "maka-eval-relay.log", "ab")
         try:
             first = True
-            while line := await stream.readline():
+            while True:
+                try:
+                    line = await stream.readline()
+                except ValueError:  # a line past LOG_LINE_LIMIT: not the relay's log
+                    continue
+                if not line:
+                    break
                 if first:
                     on_first()  # the relay has read its options, the instruction file among them
                     first = False
@@ -218,6 +237,7 @@ class RelayAgentCore:
                     entry = {"level": "error", "message": text}
                 if not isinstance(entry, dict):
                     continue
+                phases.add(str(entry.get("phase")))
                 if entry.get("level") == "error":
                     errors.append(str(entry.get("message", text)))
                     _log.error("maka-eval-relay: %s", entry.get("message", text))
@@ -226,7 +246,7 @@ class RelayAgentCore:
         finally:
             if sink is not None:
                 sink.close()
-        return errors
+        return errors, phases
 
 
 def _docker_target(environment: Any) -> list[str] | None:

@@ -39,6 +39,8 @@ from maka_eval_relay import pier as pier_agent  # noqa: E402
 
 RELAY = os.environ.get("MAKA_EVAL_TEST_RELAY", "")
 ORCHESTRATOR = os.environ.get("MAKA_EVAL_TEST_ORCHESTRATOR", "")
+# The helper to upload (default: the relay's own): a sanitizer build's relay needs the static one.
+HELPER = os.environ.get("MAKA_EVAL_TEST_HELPER") or None
 RESULT_TOKEN = "0123456789abcdef0123456789abcdef"  # the orchestrator double's
 CREDENTIAL = "adapter-credential-" + uuid.uuid4().hex
 
@@ -108,6 +110,23 @@ class UnitTest(unittest.TestCase):
             finally:
                 os.environ["PATH"] = saved
 
+    @unittest.skipUnless(RELAY, "MAKA_EVAL_TEST_RELAY names the relay")
+    def test_an_orchestrator_that_cannot_be_reached_raises_before_any_environment_call(self):
+        import socket
+
+        with socket.socket() as closed:
+            closed.bind(("127.0.0.1", 0))
+            port = closed.getsockname()[1]
+
+        class Untouchable:
+            def __getattr__(self, name):
+                raise AssertionError(f"the environment was used: {name}")
+
+        for module in (harbor_agent, pier_agent):
+            agent = self.agent(module, relay_port=port, relay_binary=RELAY)
+            with self.assertRaisesRegex(RuntimeError, "cannot connect to the orchestrator"):
+                asyncio.run(agent.run("x", Untouchable(), None))
+
     def test_pier_refuses_service_exec_clearly(self):
         bridge = core._Bridge(None, PierDockerEnvironment("unused"), "pier")
         reply = asyncio.run(bridge._service_exec({"command": "true", "service": "s"}))
@@ -131,7 +150,7 @@ class Trial:
         self.agent = module.RelayAgent(
             logs_dir=self.logs, model_name="m", relay_host="127.0.0.1", relay_port=self.orchestrator.port,
             relay_token=self.token, teardown_timeout_ms=teardown_ms, relay_binary=RELAY,
-            docker_fast_path=fast_path)
+            helper_binary=HELPER, docker_fast_path=fast_path)
 
     def run(self, instruction: str = "do the task"):
         return asyncio.run(self.agent.run(instruction, self.env, None))
