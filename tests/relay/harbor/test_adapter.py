@@ -18,6 +18,7 @@ import glob
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -145,6 +146,7 @@ class Trial:
         self.orchestrator = Orchestrator(self.token, script, *orchestrator_args)
         test.addCleanup(self.orchestrator.close)
         self.logs = Path(tempfile.mkdtemp())
+        test.addCleanup(shutil.rmtree, self.logs, True)
         self.env = (DockerEnvironment(self.container) if module is harbor_agent
                     else PierDockerEnvironment(self.container))
         self.agent = module.RelayAgent(
