@@ -1,8 +1,10 @@
 // The bridge backend (see bridge_backend.hpp).
 #include "relay/bridge_backend.hpp"
 
+#include "contracts/python_text.hpp"
 #include "contracts/secret.hpp"
 #include "contracts/session_messages.hpp"
+#include "policy/egress_gate.hpp"
 #include "relay/bridge_channel.hpp"
 #include "relay/loopback_orchestrator.hpp"
 
@@ -10,7 +12,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
-#include <filesystem>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,7 +38,6 @@ constexpr milliseconds install_deadline = seconds(300);
 // year stands for "none" without overflowing the timer.
 constexpr milliseconds run_deadline = std::chrono::hours(24 * 365);
 constexpr milliseconds cancel_retry = milliseconds(100);
-constexpr std::string_view namespace_prefix = "MAKA-EVAL-POLICY-NAMESPACE-V1 ";
 
 // POSIX shell quoting: the runner's exec takes one command line.
 std::string sh_quote(std::string_view word) {
@@ -64,20 +64,13 @@ std::string sh_join(const std::vector<std::string>& words) {
 // lines and engine noise are skipped rather than taken for a protocol failure.
 std::vector<std::string> session_lines(const std::string& out) {
     std::vector<std::string> lines;
-    std::size_t begin = 0;
-    while (begin < out.size()) {
-        auto end = out.find('\n', begin);
-        if (end == std::string::npos) {
-            end = out.size();
-        }
-        std::string line = out.substr(begin, end - begin);
-        if (!line.empty() && line.back() == '\r') {
-            line.pop_back();
+    for (auto line : contracts::python::splitlines(out)) {
+        while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) {
+            line.remove_suffix(1);
         }
         if (line.starts_with("{") && contracts::parse_session_message(line)) {
-            lines.push_back(std::move(line));
+            lines.emplace_back(line);
         }
-        begin = end + 1;
     }
     return lines;
 }
@@ -418,33 +411,20 @@ class bridge_backend final : public backend {
 
     asio::awaitable<boost::system::result<std::string, backend_error>>
     policy_namespace(std::string sidecar) override {
-        const std::string probe = "printf %s " + sh_quote(namespace_prefix) + "; readlink /proc/self/ns/net";
+        const std::string probe =
+            "printf %s " + sh_quote(policy::namespace_prefix) + "; readlink /proc/self/ns/net";
         auto answered = co_await bridge_.service_exec(sidecar, probe, call_deadline);
         if (!answered) {
             co_return answered.error();
         }
-        std::vector<std::string> found;
-        std::size_t begin = 0;
-        const std::string& out = answered->out;
-        while (begin < out.size()) {
-            auto end = out.find('\n', begin);
-            end = end == std::string::npos ? out.size() : end;
-            const std::string_view line(out.data() + begin, end - begin);
-            if (line.starts_with(namespace_prefix)) {
-                found.emplace_back(line.substr(namespace_prefix.size()));
-            }
-            begin = end + 1;
-        }
-        if (answered->exit_code != 0 || found.size() != 1) {
+        // The original's `_sole_probe_line`: exactly one line with the prefix, its value stripped.
+        auto ns = policy::sole_probe_line(answered->out, policy::namespace_prefix);
+        if (answered->exit_code != 0 || !ns) {
             co_return backend_error{"the policy sidecar " + sidecar +
                                     " could not report its network namespace"};
         }
-        std::string ns = found.front();
-        while (!ns.empty() && (ns.back() == '\r' || ns.back() == ' ' || ns.back() == '\t')) {
-            ns.pop_back();
-        }
         co_return boost::system::result<std::string, backend_error>(boost::system::in_place_value,
-                                                                    std::move(ns));
+                                                                    std::move(*ns));
     }
 
     asio::awaitable<void> destroy(std::optional<int>, milliseconds budget) override {
@@ -491,8 +471,8 @@ class bridge_backend final : public backend {
 
 boost::system::result<std::unique_ptr<backend>, backend_error>
 make_bridge_backend(const common_options& options, asio::any_io_executor executor) {
-    auto helper = locate_helper(options.helper_path);
-    if (!helper && options.helper_in_container.empty()) {
+    auto helper = helper_to_upload(options);
+    if (!helper) {
         return helper.error();
     }
     struct stat info {};
@@ -501,10 +481,7 @@ make_bridge_backend(const common_options& options, asio::any_io_executor executo
                              " is not an open socket: the bridge backend runs under the trial runner's "
                              "adapter (relay/harbor), which passes it"};
     }
-    // The file itself, not a symlink to it: uploads (docker cp) copy a symlink as a symlink.
-    std::error_code ec;
-    const auto real = helper ? std::filesystem::canonical(*helper, ec).string() : std::string();
-    return std::unique_ptr<backend>(std::make_unique<bridge_backend>(std::move(executor), options, real));
+    return std::unique_ptr<backend>(std::make_unique<bridge_backend>(std::move(executor), options, *helper));
 }
 
 } // namespace maka_eval::relay

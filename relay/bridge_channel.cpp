@@ -166,6 +166,24 @@ void bridge_channel::fail_all(const std::string& why) {
 }
 
 asio::awaitable<boost::system::result<exec_output, backend_error>>
+bridge_channel::call_exec(boost::json::object request, std::chrono::milliseconds deadline) {
+    auto reply = co_await call(std::move(request), deadline);
+    if (!reply) {
+        co_return reply.error();
+    }
+    co_return exec_output_of(*reply);
+}
+
+asio::awaitable<boost::system::result<void, backend_error>>
+bridge_channel::call_done(boost::json::object request, std::chrono::milliseconds deadline) {
+    auto reply = co_await call(std::move(request), deadline);
+    if (!reply) {
+        co_return reply.error();
+    }
+    co_return boost::system::result<void, backend_error>{};
+}
+
+asio::awaitable<boost::system::result<exec_output, backend_error>>
 bridge_channel::exec(bridge_exec request, std::chrono::milliseconds deadline) {
     boost::json::object o{{"op", "exec"},
                           {"command", request.command},
@@ -174,41 +192,25 @@ bridge_channel::exec(bridge_exec request, std::chrono::milliseconds deadline) {
                           {"timeoutSec", request.timeout ? boost::json::value(request.timeout->count())
                                                          : boost::json::value(nullptr)},
                           {"onAbandon", text_or_null(request.on_abandon)}};
-    auto reply = co_await call(std::move(o), deadline);
-    if (!reply) {
-        co_return reply.error();
-    }
-    co_return exec_output_of(*reply);
+    co_return co_await call_exec(std::move(o), deadline);
 }
 
 asio::awaitable<boost::system::result<exec_output, backend_error>>
 bridge_channel::service_exec(std::string service, std::string command, std::chrono::milliseconds deadline) {
     boost::json::object o{{"op", "service_exec"}, {"service", service}, {"command", command}};
-    auto reply = co_await call(std::move(o), deadline);
-    if (!reply) {
-        co_return reply.error();
-    }
-    co_return exec_output_of(*reply);
+    co_return co_await call_exec(std::move(o), deadline);
 }
 
 asio::awaitable<boost::system::result<void, backend_error>>
 bridge_channel::upload(std::string source, std::string target, std::chrono::milliseconds deadline) {
     boost::json::object o{{"op", "upload"}, {"source", source}, {"target", target}};
-    auto reply = co_await call(std::move(o), deadline);
-    if (!reply) {
-        co_return reply.error();
-    }
-    co_return boost::system::result<void, backend_error>{};
+    co_return co_await call_done(std::move(o), deadline);
 }
 
 asio::awaitable<boost::system::result<void, backend_error>>
 bridge_channel::stop(std::chrono::milliseconds deadline) {
     boost::json::object o{{"op", "stop"}};
-    auto reply = co_await call(std::move(o), deadline);
-    if (!reply) {
-        co_return reply.error();
-    }
-    co_return boost::system::result<void, backend_error>{};
+    co_return co_await call_done(std::move(o), deadline);
 }
 
 } // namespace maka_eval::relay

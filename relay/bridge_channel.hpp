@@ -64,6 +64,11 @@ class bridge_channel {
     using reply_slot = asio::experimental::channel<void(boost::system::error_code, boost::json::object)>;
     asio::awaitable<boost::system::result<boost::json::object, backend_error>>
     call(boost::json::object request, std::chrono::milliseconds deadline);
+    // `call` for the two reply shapes: an exec's output, or a bare acknowledgement.
+    asio::awaitable<boost::system::result<exec_output, backend_error>>
+    call_exec(boost::json::object request, std::chrono::milliseconds deadline);
+    asio::awaitable<boost::system::result<void, backend_error>> call_done(boost::json::object request,
+                                                                          std::chrono::milliseconds deadline);
     asio::awaitable<void> read_replies();
     asio::awaitable<void> write_queued();
     void fail_all(const std::string& why);

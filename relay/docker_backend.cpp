@@ -1,14 +1,9 @@
 // The docker backend (see docker_backend.hpp).
 #include "relay/docker_backend.hpp"
 
-#include "contracts/digest.hpp"
 #include "contracts/session_messages.hpp"
 #include "relay/docker_api.hpp"
 #include "relay/tar_archive.hpp"
-
-#include <array>
-#include <fstream>
-#include <sstream>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -255,12 +250,11 @@ class docker_backend final : public backend {
 
 boost::system::result<std::unique_ptr<backend>, backend_error>
 make_docker_backend(const common_options& options, asio::any_io_executor executor) {
-    auto helper = locate_helper(options.helper_path);
-    if (!helper && options.helper_in_container.empty()) {
+    auto helper = helper_to_upload(options);
+    if (!helper) {
         return helper.error();
     }
-    return std::unique_ptr<backend>(
-        std::make_unique<docker_backend>(std::move(executor), options, helper ? *helper : std::string()));
+    return std::unique_ptr<backend>(std::make_unique<docker_backend>(std::move(executor), options, *helper));
 }
 
 } // namespace maka_eval::relay

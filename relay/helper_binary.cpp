@@ -50,6 +50,21 @@ boost::system::result<std::string, backend_error> locate_helper(const std::strin
     return backend_error{"maka-eval-helper was not found: pass --helper PATH or set MAKA_EVAL_HELPER"};
 }
 
+boost::system::result<std::string, backend_error> helper_to_upload(const common_options& options) {
+    auto helper = locate_helper(options.helper_path);
+    if (!helper) {
+        if (!options.helper_in_container.empty()) {
+            return boost::system::result<std::string, backend_error>(boost::system::in_place_value, "");
+        }
+        return helper.error();
+    }
+    // The file itself, not a symlink to it: uploads (docker cp) copy a symlink as a symlink.
+    std::error_code ec;
+    auto real = std::filesystem::canonical(*helper, ec);
+    return boost::system::result<std::string, backend_error>(boost::system::in_place_value,
+                                                             ec ? *helper : real.string());
+}
+
 boost::system::result<std::string, backend_error> helper_content_name(const std::string& path) {
     // Hashed in chunks: the binary is only held in memory when it must be uploaded.
     std::ifstream in(path, std::ios::binary);

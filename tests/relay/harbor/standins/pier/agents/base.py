@@ -1,28 +1,5 @@
-"""Stand-in for pier.agents.base.BaseAgent: the constructor and the abstract surface an agent fills in."""
+"""Stand-in for pier.agents.base."""
 
-from __future__ import annotations
+from standin_base_agent import BaseAgent
 
-import abc
-from pathlib import Path
-from typing import Any
-
-
-class BaseAgent(abc.ABC):
-    def __init__(self, logs_dir: Path, model_name: str | None = None, logger: Any = None, **kwargs: Any):
-        self.logs_dir = Path(logs_dir)
-        self.model_name = model_name
-        self.logger = logger
-        self.extra = kwargs
-
-    @staticmethod
-    @abc.abstractmethod
-    def name() -> str: ...
-
-    @abc.abstractmethod
-    def version(self) -> str | None: ...
-
-    @abc.abstractmethod
-    async def setup(self, environment: Any) -> None: ...
-
-    @abc.abstractmethod
-    async def run(self, instruction: str, environment: Any, context: Any) -> None: ...
+__all__ = ["BaseAgent"]
