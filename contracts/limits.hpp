@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 namespace maka_eval::contracts {
@@ -25,6 +26,9 @@ inline constexpr std::size_t control_line_limit_bytes = std::size_t{1024} * 1024
 inline constexpr int scope_unavailable_exit_code = 111;
 // What `executed` reports for a subject stopped because the framework timed out.
 inline constexpr int framework_timeout_exit_code = 124;
+
+// Each subject artifact is cut here on disk by default (--artifact-limit); its size and digest stay whole.
+inline constexpr std::uint64_t default_artifact_limit_bytes = std::uint64_t{1} << 30U;
 
 inline constexpr std::string_view artifacts_directory = "/logs/artifacts";
 inline constexpr std::string_view stdout_artifact_name = "maka-subject.stdout.txt";

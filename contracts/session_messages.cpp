@@ -69,10 +69,10 @@ class reader {
         return value->get_int64();
     }
 
-    std::uint64_t count(std::string_view key, bool required = true) {
+    std::uint64_t count(std::string_view key, bool required = true, std::uint64_t fallback = 0) {
         const auto* value = object_.if_contains(key);
         if (value == nullptr && !required) {
-            return 0;
+            return fallback;
         }
         if (value != nullptr && value->is_uint64()) {
             return value->get_uint64();
@@ -154,7 +154,11 @@ class reader {
 };
 
 json::object artifact_json(const artifact_summary& artifact) {
-    return {{"path", artifact.path}, {"bytes", artifact.bytes}, {"sha256", artifact.sha256}};
+    return {{"path", artifact.path},
+            {"bytes", artifact.bytes},
+            {"sha256", artifact.sha256},
+            {"written", artifact.written},
+            {"truncated", artifact.truncated}};
 }
 
 std::optional<artifact_summary> artifact_from(const json::object* object, std::string& where) {
@@ -163,6 +167,8 @@ std::optional<artifact_summary> artifact_from(const json::object* object, std::s
     }
     reader r(*object);
     artifact_summary out{r.text("path"), r.count("bytes"), r.text("sha256")};
+    out.written = r.count("written", false, out.bytes);
+    out.truncated = r.boolean("truncated", false);
     if (!r.ok()) {
         where = r.where();
         return std::nullopt;
@@ -196,7 +202,8 @@ struct to_json_visitor {
                 {"uid", m.uid},
                 {"gid", m.gid},
                 {"capabilities", to_json(m.capabilities)},
-                {"netns", m.net_namespace}};
+                {"netns", m.net_namespace},
+                {"supervisorUid", m.supervisor_uid}};
     }
     json::object operator()(const run_request& m) const {
         json::array argv;
@@ -215,7 +222,10 @@ struct to_json_visitor {
                 {"artifactsDir", m.artifacts_dir},
                 {"termGraceMs", m.term_grace_ms},
                 {"killGraceMs", m.kill_grace_ms},
-                {"drainMs", m.drain_ms}};
+                {"drainMs", m.drain_ms},
+                {"artifactLimitBytes", m.artifact_limit},
+                {"user", m.user},
+                {"keepLeftovers", m.keep_leftovers}};
     }
     json::object operator()(const cancel_request& m) const {
         return {{"kind", "cancel"}, {"version", session_protocol_version}, {"reason", m.reason}};
@@ -302,13 +312,16 @@ boost::system::result<session_message, failure> from_json(const json::object& ob
     constexpr std::int64_t max_ms = std::numeric_limits<std::uint32_t>::max();
     session_message out;
     if (kind == "hello") {
-        out = hello_message{r.text("helper"),
-                            r.text("cwd"),
-                            r.integer("pid", 0, std::numeric_limits<std::int32_t>::max()),
-                            r.integer("uid", 0, std::numeric_limits<std::uint32_t>::max()),
-                            r.integer("gid", 0, std::numeric_limits<std::uint32_t>::max()),
-                            r.map("capabilities"),
-                            r.text("netns")};
+        hello_message m{r.text("helper"),
+                        r.text("cwd"),
+                        r.integer("pid", 0, std::numeric_limits<std::int32_t>::max()),
+                        r.integer("uid", 0, std::numeric_limits<std::uint32_t>::max()),
+                        r.integer("gid", 0, std::numeric_limits<std::uint32_t>::max()),
+                        r.map("capabilities"),
+                        r.text("netns")};
+        // Absent from older helpers, which always ran as the subject.
+        m.supervisor_uid = r.integer("supervisorUid", 0, std::numeric_limits<std::uint32_t>::max(), m.uid);
+        out = std::move(m);
     } else if (kind == "run") {
         run_request m;
         m.argv = r.strings("argv");
@@ -322,6 +335,9 @@ boost::system::result<session_message, failure> from_json(const json::object& ob
         m.term_grace_ms = static_cast<std::uint32_t>(r.integer("termGraceMs", 0, max_ms, 20000));
         m.kill_grace_ms = static_cast<std::uint32_t>(r.integer("killGraceMs", 0, max_ms, 10000));
         m.drain_ms = static_cast<std::uint32_t>(r.integer("drainMs", 0, max_ms, 2000));
+        m.artifact_limit = r.count("artifactLimitBytes", false, default_artifact_limit_bytes);
+        m.user = r.text("user", false);
+        m.keep_leftovers = r.boolean("keepLeftovers", false);
         if (r.ok() && m.argv.empty()) {
             r.fail("argv");
         }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "contracts/diagnostic.hpp"
+#include "contracts/limits.hpp"
 #include "contracts/orchestrator_messages.hpp"
 
 #include <cstdint>
@@ -50,6 +51,9 @@ struct hello_message {
     std::int64_t gid = 0;
     variables capabilities; // "CapInh" … "CapAmb" → hex text, as /proc/self/status gives them
     std::string net_namespace;
+    // The supervisor's own uid: 0 when the subject (uid/gid above) runs under a root supervisor it cannot
+    // signal or read; equal to `uid` in same-uid mode, where the supervisor is within the subject's reach.
+    std::int64_t supervisor_uid = 0;
 };
 
 struct run_request {
@@ -65,6 +69,14 @@ struct run_request {
     std::uint32_t kill_grace_ms = 10000;
     std::uint32_t drain_ms =
         2000; // after the leader exits, how long background holders of the pipes may keep them
+    // Bytes of each artifact kept on disk; past it the file is truncated, while `bytes` and `sha256` still
+    // cover everything the subject wrote.
+    std::uint64_t artifact_limit = default_artifact_limit_bytes;
+    // The subject's identity as `docker exec -u` takes it ("name", "uid", "uid:gid", "name:group"),
+    // resolved by the helper from the environment's /etc/passwd and /etc/group. Empty: the helper's own.
+    std::string user;
+    // Leave processes of earlier trials' subjects running (default: stop them before this subject starts).
+    bool keep_leftovers = false;
 };
 
 struct cancel_request {
@@ -82,6 +94,8 @@ struct artifact_summary {
     std::string path;
     std::uint64_t bytes = 0;
     std::string sha256;
+    std::uint64_t written = 0; // bytes on disk: `bytes`, or the artifact limit when it was reached
+    bool truncated = false;
     friend bool operator==(const artifact_summary&, const artifact_summary&) = default;
 };
 

@@ -49,10 +49,7 @@ int adopt_command(std::span<const std::string_view> args) {
         log_line("usage: maka-eval-helper adopt --request FILE --uid U --gid G");
         return exit_usage;
     }
-    int fd = -1;
-    do {
-        fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    } while (fd < 0 && errno == EINTR);
+    const int fd = open_retry(path, O_RDONLY | O_NOFOLLOW);
     if (fd < 0) {
         log_line("adopt: " + path + ": " + std::strerror(errno));
         return exit_failed;

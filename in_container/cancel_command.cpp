@@ -2,13 +2,16 @@
 //
 // Signals the supervisor (SIGTERM, through a pidfd after checking its start time, so never a process that
 // reused its pid) and waits until it has exited — it exits only once the scope is quiet. Without a live
-// supervisor (it was killed), falls back to TERM then KILL on the recorded process group, but only while
-// the recorded leader is still alive with its recorded start time. Prints one JSON object.
+// supervisor (it was killed), falls back to TERM then KILL on every process of the recorded group or
+// session that started no earlier than the recorded leader. A supervisor that is stopped (SIGSTOP from a
+// subject that may signal it) is killed and the scope settled here instead. As root, FILE names the record
+// by its base name inside the root-only state directory. Prints one JSON object.
 // Exit: 0 settled, 3 nothing was running, 1 did not settle within the grace, 2 usage.
 #include "contracts/wire_json.hpp"
 #include "in_container/cli.hpp"
 #include "in_container/io.hpp"
 #include "in_container/process_table.hpp"
+#include "in_container/root_state.hpp"
 #include "in_container/scope_file.hpp"
 
 #include <cerrno>
@@ -38,8 +41,30 @@ int finish(std::string_view outcome, clock_type::time_point begun, int code) {
     return code;
 }
 
-bool group_alive(pid_t pgid) {
-    return ::kill(-pgid, 0) == 0;
+// The scope's processes /proc still shows alive: its group, and its session (which a subject's own
+// process groups stay in). Only processes started no earlier than the recorded leader count: a group or
+// session id is a pid, and pids are reused.
+std::vector<process_status> scope_members(const scope_record& record) {
+    std::vector<process_status> out;
+    for (const auto& p : all_processes()) {
+        if ((p.pgid == record.pgid || p.sid == record.pgid) && p.start_time >= record.leader_start &&
+            p.state != 'Z' && p.state != 'X' && p.pid != ::getpid()) {
+            out.push_back(p);
+        }
+    }
+    return out;
+}
+
+void signal_members(const std::vector<process_status>& members, int sig) {
+    for (const auto& p : members) {
+        const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, p.pid, 0));
+        if (pidfd >= 0) {
+            if (alive_as(p.pid, p.start_time)) {
+                (void)::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0);
+            }
+            ::close(pidfd);
+        }
+    }
 }
 
 } // namespace
@@ -68,13 +93,16 @@ int cancel_command(std::span<const std::string_view> args) {
     }
     const auto begun = clock_type::now();
     const auto deadline = begun + std::chrono::milliseconds(grace_ms);
-    const auto text = read_file(scope, 4096);
+    // As root the record lives in the root-only state directory, where the subject could not touch it.
+    const auto text = read_file(find_scope(scope), 4096);
     const auto record = text ? parse_scope(*text) : std::nullopt;
     if (!record) {
         return finish("not-running", begun, exit_not_running);
     }
     const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, record->supervisor, 0));
-    if (pidfd >= 0 && alive_as(record->supervisor, record->supervisor_start)) {
+    const auto supervisor = read_status(record->supervisor);
+    const bool supervisor_alive = pidfd >= 0 && alive_as(record->supervisor, record->supervisor_start);
+    if (supervisor_alive && supervisor->state != 'T' && supervisor->state != 't') {
         ::syscall(SYS_pidfd_send_signal, pidfd, SIGTERM, nullptr, 0);
         while (true) {
             const auto left =
@@ -88,25 +116,32 @@ int cancel_command(std::span<const std::string_view> args) {
             return ready > 0 ? finish("settled", begun, exit_ok) : finish("timeout", begun, exit_failed);
         }
     }
+    if (supervisor_alive) {
+        // Stopped (by a subject that could signal it): it cannot settle anything. It goes, and we settle.
+        log_line("cancel: the supervisor is stopped; killing it and settling its scope here");
+        ::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
+        pollfd fd{pidfd, POLLIN, 0};
+        (void)::poll(&fd, 1, 2000);
+    }
     if (pidfd >= 0) {
         ::close(pidfd);
     }
-    // No supervisor: only a group whose recorded leader still lives is certainly ours.
-    if (!alive_as(record->pgid, record->leader_start)) {
+    // No supervisor: what remains of the scope is what shares its group or session.
+    auto members = scope_members(*record);
+    if (members.empty()) {
         return finish("not-running", begun, exit_not_running);
     }
-    log_line("cancel: the supervisor is gone; signalling process group " + std::to_string(record->pgid));
+    log_line("cancel: the supervisor is gone; signalling the scope of process group " +
+             std::to_string(record->pgid));
     const auto term_until = begun + std::chrono::milliseconds(grace_ms / 2);
-    ::kill(-record->pgid, SIGTERM);
     for (const auto& [sig, until] : {std::pair{SIGTERM, term_until}, std::pair{SIGKILL, deadline}}) {
-        if (sig == SIGKILL) {
-            ::kill(-record->pgid, SIGKILL);
-        }
-        // No pidfd can watch a group: check it at a short interval, bounded by the grace.
-        while (group_alive(record->pgid) && clock_type::now() < until) {
+        signal_members(members, sig);
+        // Not our children, so no pidfd or waitpid tells us: check /proc at a short interval, bounded.
+        while (!(members = scope_members(*record)).empty() && clock_type::now() < until) {
+            signal_members(members, sig); // what forked meanwhile
             ::poll(nullptr, 0, 20);
         }
-        if (!group_alive(record->pgid)) {
+        if (members.empty()) {
             return finish("settled-without-supervisor", begun, exit_ok);
         }
     }

@@ -42,11 +42,26 @@ std::optional<std::string> read_all(int fd, std::size_t limit) {
     }
 }
 
-std::optional<std::string> read_file(const std::string& path, std::size_t limit) {
+int open_retry(const std::string& path, int flags, unsigned mode) {
     int fd = -1;
     do {
-        fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        fd = ::open(path.c_str(), flags | O_CLOEXEC, static_cast<mode_t>(mode));
     } while (fd < 0 && errno == EINTR);
+    return fd;
+}
+
+void close_inherited_descriptors() {
+    if (::close_range(3, ~0U, 0) == 0) {
+        return;
+    }
+    const long most = ::sysconf(_SC_OPEN_MAX);
+    for (long fd = 3; fd < (most > 0 ? most : 1024); ++fd) {
+        (void)::close(static_cast<int>(fd));
+    }
+}
+
+std::optional<std::string> read_file(const std::string& path, std::size_t limit) {
+    const int fd = open_retry(path, O_RDONLY);
     if (fd < 0) {
         return std::nullopt;
     }

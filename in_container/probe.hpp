@@ -3,9 +3,16 @@
 #pragma once
 
 #include "contracts/session_messages.hpp"
+#include "policy/user_spec.hpp"
+
+#include <optional>
 
 namespace maka_eval::in_container {
 
 [[nodiscard]] contracts::hello_message probe_self();
+
+// The same evidence as the subject will see it: probed in a child that has taken on `identity` (its
+// capability sets are what the kernel leaves a process after that switch). `supervisor_uid` is ours.
+[[nodiscard]] std::optional<contracts::hello_message> probe_as(const policy::subject_identity& identity);
 
 } // namespace maka_eval::in_container

@@ -43,7 +43,7 @@ std::optional<process_status> parse_stat_line(const std::string& line) {
     }
     status.state = fields[0][0];
     if (!parse_number(fields[1], status.ppid) || !parse_number(fields[2], status.pgid) ||
-        !parse_number(fields[19], status.start_time)) {
+        !parse_number(fields[3], status.sid) || !parse_number(fields[19], status.start_time)) {
         return std::nullopt;
     }
     return status;
@@ -57,8 +57,8 @@ std::optional<process_status> read_status(pid_t pid, const std::string& proc_roo
     return parse_stat_line(*text);
 }
 
-std::vector<process_status> descendants_of(pid_t ancestor, const std::string& proc_root) {
-    std::multimap<pid_t, process_status> by_parent;
+std::vector<process_status> all_processes(const std::string& proc_root) {
+    std::vector<process_status> out;
     if (DIR* dir = ::opendir(proc_root.c_str())) {
         while (const dirent* entry = ::readdir(dir)) {
             pid_t pid = 0;
@@ -67,10 +67,18 @@ std::vector<process_status> descendants_of(pid_t ancestor, const std::string& pr
             }
             // A process may vanish between readdir and the read: it is simply not there any more.
             if (auto status = read_status(pid, proc_root)) {
-                by_parent.emplace(status->ppid, *status);
+                out.push_back(*status);
             }
         }
         ::closedir(dir);
+    }
+    return out;
+}
+
+std::vector<process_status> descendants_of(pid_t ancestor, const std::string& proc_root) {
+    std::multimap<pid_t, process_status> by_parent;
+    for (const auto& status : all_processes(proc_root)) {
+        by_parent.emplace(status.ppid, status);
     }
     std::vector<process_status> out;
     std::vector<pid_t> frontier{ancestor};

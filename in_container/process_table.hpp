@@ -17,6 +17,7 @@ struct process_status {
     pid_t pid = 0;
     pid_t ppid = 0;
     pid_t pgid = 0;
+    pid_t sid = 0;
     char state = '?';             // R, S, D, Z, T …
     std::uint64_t start_time = 0; // clock ticks after boot
 };
@@ -25,6 +26,8 @@ struct process_status {
 [[nodiscard]] std::optional<process_status> read_status(pid_t pid, const std::string& proc_root = "/proc");
 [[nodiscard]] std::optional<process_status> parse_stat_line(const std::string& line);
 
+// Every process /proc shows, zombies included.
+[[nodiscard]] std::vector<process_status> all_processes(const std::string& proc_root = "/proc");
 // Every process below `ancestor` (not `ancestor` itself), parents before children, zombies included.
 [[nodiscard]] std::vector<process_status> descendants_of(pid_t ancestor,
                                                          const std::string& proc_root = "/proc");

@@ -32,10 +32,7 @@ int run_command(std::span<const std::string_view> args) {
         return exit_usage;
     }
     const std::string path(args[1]);
-    int fd = -1;
-    do {
-        fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    } while (fd < 0 && errno == EINTR);
+    const int fd = open_retry(path, O_RDONLY | O_NOFOLLOW);
     if (fd < 0) {
         return refuse(path + ": " + std::strerror(errno));
     }

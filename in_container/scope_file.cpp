@@ -32,10 +32,7 @@ std::optional<scope_record> parse_scope(const std::string& text) {
 }
 
 bool publish_scope(const std::string& path, const scope_record& record) {
-    int fd = -1;
-    do {
-        fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-    } while (fd < 0 && errno == EINTR);
+    const int fd = open_retry(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
     if (fd < 0) {
         return false;
     }

@@ -5,6 +5,7 @@
 // session goes on. stdin EOF before `run` ends the session quietly; during the run it settles the subject.
 #include "contracts/secret.hpp"
 #include "in_container/cli.hpp"
+#include "in_container/identity.hpp"
 #include "in_container/io.hpp"
 #include "in_container/line_reader.hpp"
 #include "in_container/probe.hpp"
@@ -78,8 +79,11 @@ std::optional<contracts::run_request> await_run(line_reader& control, int signal
 } // namespace
 
 int session_command(std::span<const std::string_view> args) {
-    if (!args.empty()) {
-        log_line("usage: maka-eval-helper session   (NDJSON on stdin/stdout)");
+    std::string user;
+    if (args.size() == 2 && args[0] == "--user" && !args[1].empty()) {
+        user = args[1];
+    } else if (!args.empty()) {
+        log_line("usage: maka-eval-helper session [--user USER[:GROUP]]   (NDJSON on stdin/stdout)");
         return exit_usage;
     }
     const int signal_fd = take_signals();
@@ -87,11 +91,26 @@ int session_command(std::span<const std::string_view> args) {
         log_line(std::string("signalfd: ") + std::strerror(errno));
         return exit_failed;
     }
-    emit(probe_self());
+    // `hello` describes the subject as it will run: as USER when one is named (we are its root supervisor).
+    std::optional<contracts::hello_message> hello;
+    if (user.empty()) {
+        hello = probe_self();
+    } else if (auto identity = resolve_subject_user(user); !identity) {
+        // The relay may then fall back to running the whole session as that user (same-uid mode).
+        emit(contracts::error_message{"identity-unavailable", identity.error()});
+        return exit_failed;
+    } else if (!(hello = probe_as(*identity))) {
+        emit(contracts::error_message{"spawn-failed", "cannot probe the environment as " + user});
+        return exit_failed;
+    }
+    emit(*hello);
     line_reader control(STDIN_FILENO, contracts::session_line_limit_bytes);
     auto request = await_run(control, signal_fd);
     if (!request) {
         return exit_ok;
+    }
+    if (request->user.empty()) {
+        request->user = user;
     }
     const supervisor_io io{signal_fd, &control, &emit};
     auto report = supervise(*request, io);

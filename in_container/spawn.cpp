@@ -1,6 +1,7 @@
 // Subject start-up (see spawn.hpp).
 #include "in_container/spawn.hpp"
 
+#include "in_container/identity.hpp"
 #include "in_container/io.hpp"
 #include "in_container/process_table.hpp"
 
@@ -24,7 +25,8 @@ namespace {
 }
 
 [[noreturn]] void child(const spawn_plan& plan, int status_fd, int null_fd, const std::vector<char*>& argv,
-                        const std::vector<char*>& envp, const std::vector<std::string>& candidates) {
+                        const std::vector<char*>& envp, const std::vector<std::string>& candidates,
+                        const std::vector<gid_t>& groups) {
     // Nothing the supervisor blocked or ignored may reach the subject.
     sigset_t none;
     sigemptyset(&none);
@@ -38,18 +40,27 @@ namespace {
         report_and_exit(status_fd, 'E', errno, 126);
     }
     ::umask(077);
-    if (!plan.cwd.empty() && ::chdir(plan.cwd.c_str()) != 0) {
-        const int error = errno;
-        const std::string message =
-            "maka-eval-helper: cannot enter " + plan.cwd + ": " + std::strerror(error) + "\n";
-        (void)write_all(STDERR_FILENO, message);
-        report_and_exit(status_fd, 'C', error, 126);
-    }
+    // The scope is published by the supervisor's identity, where the subject cannot reach it.
     const pid_t self = ::getpid();
     const auto status = read_status(self);
     const scope_record record{self, status ? status->start_time : 0, plan.supervisor, plan.supervisor_start};
     if (!status || !publish_scope(plan.scope_path, record)) {
         report_and_exit(status_fd, 'S', errno, 111);
+    }
+    if (plan.identity && !become(*plan.identity, groups)) {
+        const int error = errno;
+        (void)write_all(STDERR_FILENO, "maka-eval-helper: cannot take on the subject's identity: " +
+                                           std::string(std::strerror(error)) + "\n");
+        ::unlink(plan.scope_path.c_str());
+        report_and_exit(status_fd, 'U', error, 126);
+    }
+    if (!plan.cwd.empty() && ::chdir(plan.cwd.c_str()) != 0) {
+        const int error = errno;
+        const std::string message =
+            "maka-eval-helper: cannot enter " + plan.cwd + ": " + std::strerror(error) + "\n";
+        (void)write_all(STDERR_FILENO, message);
+        ::unlink(plan.scope_path.c_str());
+        report_and_exit(status_fd, 'C', error, 126);
     }
     int error = ENOENT;
     for (const auto& candidate : candidates) {
@@ -111,6 +122,7 @@ spawn_outcome spawn_subject(const spawn_plan& plan) {
     }
     envp.push_back(nullptr);
     const auto candidates = exec_candidates(plan.argv.front(), path);
+    const auto groups = plan.identity ? group_list(*plan.identity) : std::vector<gid_t>();
 
     int status_pipe[2];
     if (::pipe2(status_pipe, O_CLOEXEC) != 0) {
@@ -120,7 +132,7 @@ spawn_outcome spawn_subject(const spawn_plan& plan) {
     const pid_t pid = null_fd < 0 ? -1 : ::fork();
     if (pid == 0) {
         ::close(status_pipe[0]);
-        child(plan, status_pipe[1], null_fd, argv, envp, candidates);
+        child(plan, status_pipe[1], null_fd, argv, envp, candidates, groups);
     }
     const int fork_error = errno;
     ::close(status_pipe[1]);
@@ -154,6 +166,8 @@ spawn_outcome spawn_subject(const spawn_plan& plan) {
         return {spawn_status::scope_unavailable, pid, error};
     case 'C':
         return {spawn_status::cwd_unavailable, pid, error};
+    case 'U':
+        return {spawn_status::identity_failed, pid, error};
     default:
         return {spawn_status::exec_failed, pid, error};
     }

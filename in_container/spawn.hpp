@@ -1,5 +1,6 @@
-// Starting the subject: fork, and in the child setsid, stdin from /dev/null, umask 077, cwd, publish the
-// scope file, exec. The subject never starts unless its scope is published (the original's C7 guarantee).
+// Starting the subject: fork, and in the child setsid, stdin from /dev/null, umask 077, publish the scope
+// file (still as the supervisor, into its root-only directory), take on the subject's identity, cwd, exec.
+// The subject never starts unless its scope is published (the original's C7 guarantee).
 //
 // The child reports how far it got through a close-on-exec status pipe: EOF means exec succeeded. Exec
 // failures follow sh: 127 when the command is not found, 126 when it cannot be run, with a message on the
@@ -7,7 +8,9 @@
 #pragma once
 
 #include "in_container/scope_file.hpp"
+#include "policy/user_spec.hpp"
 
+#include <optional>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -23,9 +26,17 @@ struct spawn_plan {
     int stderr_fd = -1;
     pid_t supervisor = 0;
     std::uint64_t supervisor_start = 0;
+    std::optional<policy::subject_identity> identity; // who the subject runs as; nullopt: as we are
 };
 
-enum class spawn_status { started, scope_unavailable, cwd_unavailable, exec_failed, fork_failed };
+enum class spawn_status {
+    started,
+    scope_unavailable,
+    cwd_unavailable,
+    identity_failed,
+    exec_failed,
+    fork_failed
+};
 
 struct spawn_outcome {
     spawn_status status = spawn_status::fork_failed;

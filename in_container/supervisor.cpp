@@ -5,8 +5,10 @@
 #include "contracts/proc_status.hpp"
 #include "contracts/result_frame.hpp"
 #include "contracts/secret.hpp"
+#include "in_container/identity.hpp"
 #include "in_container/io.hpp"
 #include "in_container/process_table.hpp"
+#include "in_container/root_state.hpp"
 #include "in_container/spawn.hpp"
 
 #include <cerrno>
@@ -43,26 +45,36 @@ std::string signal_name(int sig) {
     return abbrev != nullptr ? abbrev : std::to_string(sig);
 }
 
-// mkdir -p with mode 0700 on what it creates, then chmod 0700 on the leaf, as the original does.
-bool prepare_directory(const std::string& path) {
+// The artifacts directory: used as it is when it exists as a real directory (whoever owns it: Harbor's bind
+// mount is often root's, mode 755 or 1777), created 0700 when it does not, as the original created it; never
+// through a symbolic link. Returns an O_PATH descriptor for openat, or -1 with errno.
+int open_artifacts_directory(const std::string& path) {
     std::string partial;
     std::size_t pos = 0;
     while (pos != std::string::npos) {
         pos = path.find('/', pos + 1);
         partial = path.substr(0, pos);
         if (!partial.empty() && ::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST) {
-            return false;
+            return -1;
         }
     }
-    struct stat info {};
-    return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode) && ::chmod(path.c_str(), 0700) == 0;
+    return open_retry(path, O_PATH | O_DIRECTORY | O_NOFOLLOW);
 }
 
-int open_artifact(const std::string& path) {
+// A fresh inode every trial: a descriptor an earlier trial kept (a leftover process, an old drainer) can
+// never write into this trial's file. Owned by the supervisor, readable by the subject's group.
+int open_artifact(int directory, std::string_view name_view, gid_t group) {
+    const std::string name(name_view);
+    if (::unlinkat(directory, name.c_str(), 0) != 0 && errno != ENOENT) {
+        return -1;
+    }
     int fd = -1;
     do {
-        fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        fd = ::openat(directory, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
     } while (fd < 0 && errno == EINTR);
+    if (fd >= 0 && ::geteuid() == 0 && group != 0) {
+        (void)::fchown(fd, 0, group);
+    }
     return fd;
 }
 
@@ -86,8 +98,34 @@ struct output_stream {
     int artifact = -1; // the artifact file
     std::string path;
     contracts::sha256 digest;
-    std::uint64_t bytes = 0;
+    std::uint64_t bytes = 0;   // everything the subject wrote
+    std::uint64_t written = 0; // what went to disk: at most the artifact limit
+    std::uint64_t limit = contracts::default_artifact_limit_bytes;
     bool artifact_failed = false;
+
+    // Keeps what fits under the limit; false only when the file cannot be written.
+    bool keep(std::string_view chunk) {
+        if (artifact_failed || written >= limit) {
+            return true;
+        }
+        const auto room = static_cast<std::size_t>(std::min<std::uint64_t>(limit - written, chunk.size()));
+        if (!write_all(artifact, chunk.substr(0, room))) {
+            artifact_failed = true;
+            return false;
+        }
+        written += room;
+        if (written == limit && room < chunk.size()) {
+            log_line(path + " reached its limit of " + std::to_string(limit) +
+                     " bytes: the rest is counted and hashed, not kept");
+        }
+        return true;
+    }
+    [[nodiscard]] contracts::artifact_summary summary() {
+        contracts::artifact_summary out{path, bytes, digest.hex()};
+        out.written = written;
+        out.truncated = written < bytes && !artifact_failed;
+        return out;
+    }
 };
 
 class supervision {
@@ -151,18 +189,47 @@ class supervision {
     bool quiesced_ = true;
     std::string reason_;
     std::set<pid_t> signalled_;
+    std::optional<policy::subject_identity> identity_;
+    std::optional<std::string> state_directory_; // root-only, when we are root
+    pid_t drainer_ = -1;
 };
 
 boost::system::result<void, supervision_error> supervision::prepare() {
+    if (!request_.user.empty()) {
+        auto identity = resolve_subject_user(request_.user);
+        if (!identity) {
+            return supervision_error{"spawn-failed", identity.error()};
+        }
+        identity_ = std::move(*identity);
+        // A subject of another uid must not delete or rewrite the record a cancel relies on.
+        if (identity_->uid != ::geteuid()) {
+            request_.scope_path = scope_location(request_.scope_path);
+        }
+    }
     const std::string dir =
         request_.artifacts_dir.empty() ? std::string(contracts::artifacts_directory) : request_.artifacts_dir;
     out_.path = dir + "/" + std::string(contracts::stdout_artifact_name);
     err_.path = dir + "/" + std::string(contracts::stderr_artifact_name);
-    if (!prepare_directory(dir) || (out_.artifact = open_artifact(out_.path)) < 0 ||
-        (err_.artifact = open_artifact(err_.path)) < 0) {
+    out_.limit = err_.limit = request_.artifact_limit;
+    const int directory = open_artifacts_directory(dir);
+    const gid_t group = identity_ ? identity_->gid : ::getgid();
+    if (directory < 0 ||
+        (out_.artifact = open_artifact(directory, contracts::stdout_artifact_name, group)) < 0 ||
+        (err_.artifact = open_artifact(directory, contracts::stderr_artifact_name, group)) < 0) {
+        const int error = errno;
+        if (directory >= 0) {
+            ::close(directory);
+        }
         return supervision_error{"artifacts-unavailable",
                                  "Maka Eval could not prepare subject artifact output: " + dir + ": " +
-                                     std::strerror(errno)};
+                                     (error == ELOOP || error == ENOTDIR
+                                          ? "not a directory (a symbolic link?)"
+                                          : std::strerror(error))};
+    }
+    ::close(directory);
+    state_directory_ = root_state_directory();
+    if (state_directory_ && !request_.keep_leftovers) {
+        (void)stop_leftovers(*state_directory_);
     }
     return {};
 }
@@ -177,6 +244,14 @@ std::vector<std::string> supervision::subject_environment() const {
     };
     for (char** entry = environ; *entry != nullptr; ++entry) {
         env.emplace_back(*entry);
+    }
+    if (identity_) {
+        // What a login as that user would set; `execute`'s environment may still say otherwise.
+        set("HOME", identity_->home);
+        if (!identity_->name.empty()) {
+            set("USER", identity_->name);
+            set("LOGNAME", identity_->name);
+        }
     }
     for (const auto& [name, value] : request_.environment) {
         set(name, value);
@@ -209,6 +284,7 @@ boost::system::result<report_message, supervision_error> supervision::run() {
     plan.stderr_fd = err_pipe[1];
     plan.supervisor = ::getpid();
     plan.supervisor_start = self ? self->start_time : 0;
+    plan.identity = identity_;
     started_at_ = clock_type::now();
     spawned_ = spawn_subject(plan);
     // The subject has its own copy now (or never will): ours goes.
@@ -385,9 +461,8 @@ void supervision::on_stream(output_stream& stream, bool is_stdout) {
     const std::string_view chunk(buffer, static_cast<std::size_t>(got));
     stream.bytes += chunk.size();
     stream.digest.update(chunk);
-    if (!stream.artifact_failed && !write_all(stream.artifact, chunk)) {
+    if (!stream.keep(chunk)) {
         // Keep reading so the subject never blocks on a full pipe; the report still counts every byte.
-        stream.artifact_failed = true;
         log_line("cannot write " + stream.path + ": " + std::strerror(errno));
     }
     if (is_stdout) {
@@ -476,6 +551,7 @@ void supervision::hand_off_streams() {
         return;
     }
     const pid_t pid = ::fork();
+    drainer_ = pid;
     if (pid == 0) {
         // The drainer must not hold the relay's pipes (our stdin, stdout, stderr) or the session never ends.
         const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -497,7 +573,7 @@ void supervision::hand_off_streams() {
                 if (s.fd >= 0 && fds[i].revents != 0) {
                     const ssize_t got = ::read(s.fd, buffer, sizeof buffer);
                     if (got > 0) {
-                        (void)write_all(s.artifact, {buffer, static_cast<std::size_t>(got)});
+                        (void)s.keep({buffer, static_cast<std::size_t>(got)});
                     } else if (got == 0 || errno != EINTR) {
                         close_fd(s.fd);
                     }
@@ -515,6 +591,14 @@ report_message supervision::report() {
         // Only when settling gave up with the leader alive (D state); it cannot be reported as exited.
         exit_code_ = 128 + SIGKILL;
         death_signal_ = SIGKILL;
+    }
+    // What the subject leaves running stays for the verifier, and is recorded so that the next trial in
+    // this environment starts without it.
+    if (state_directory_ && !request_.keep_leftovers && spawned_.status == spawn_status::started) {
+        auto left = descendants_of(::getpid());
+        std::erase_if(left,
+                      [this](const process_status& p) { return p.pid == drainer_ || p.pid == spawned_.pid; });
+        record_leftovers(*state_directory_, left);
     }
     // Reap the leader last: until now its zombie kept the pgid from being reused.
     ::waitpid(spawned_.pid, nullptr, WNOHANG);
@@ -536,8 +620,8 @@ report_message supervision::report() {
     m.signal = death_signal_ != 0 ? signal_name(death_signal_) : std::string();
     m.stdout_text = std::move(projection.stdout_text);
     m.diagnostic = std::move(projection.diagnostic);
-    m.stdout_artifact = {out_.path, out_.bytes, out_.digest.hex()};
-    m.stderr_artifact = {err_.path, err_.bytes, err_.digest.hex()};
+    m.stdout_artifact = out_.summary();
+    m.stderr_artifact = err_.summary();
     m.run_ms = ms_between(started_at_, leader_gone_ ? exited_at_ : clock_type::now());
     m.peak_rss_kib = contracts::peak_rss_kib();
     if (settling_) {
@@ -568,6 +652,7 @@ boost::system::result<contracts::report_message, supervision_error> supervise(co
         request.scope_path =
             std::string(contracts::scope_directory) + "/.maka-eval-" + std::to_string(::getpid()) + ".pid";
     }
+
     supervision s(request, io);
     return s.run();
 }

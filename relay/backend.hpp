@@ -50,6 +50,13 @@ class helper_session {
     virtual void kill() = 0;
 };
 
+// After the helper vanished without a report: what became of the subject.
+enum class recovery {
+    settled,          // a fresh cancel stopped what was left (or nothing was left)
+    environment_gone, // the environment no longer runs (killed from outside): nothing to stop
+    failed,           // could not be settled: destroy is what remains
+};
+
 class backend {
   public:
     virtual ~backend() = default;
@@ -65,10 +72,20 @@ class backend {
     // process group; docker: kill and remove the container). Bounded by `budget`.
     virtual asio::awaitable<void> destroy(std::optional<int> subject_pgid,
                                           std::chrono::milliseconds budget) = 0;
+    // The helper vanished (killed, or its exec ended) while the subject ran: settle the scope recorded at
+    // `scope` without it, within `budget`.
+    virtual asio::awaitable<recovery> recover(std::optional<int> subject_pgid, std::string scope,
+                                              std::chrono::milliseconds budget) = 0;
     [[nodiscard]] virtual std::string scope_path(const std::string& name) const = 0;
     [[nodiscard]] virtual std::string artifacts_dir() const = 0;
     // Engine API calls made so far, where there is an engine (the benchmark reports it per trial).
     [[nodiscard]] virtual std::optional<unsigned> engine_calls() const { return std::nullopt; }
+    // True for the local backend: the "environment" is this host, shared with everything else on it.
+    [[nodiscard]] virtual bool is_host() const { return false; }
+
+  protected:
+    // `maka-eval-helper cancel` through run_helper_as_root: the settle of a scope whose supervisor is gone.
+    asio::awaitable<recovery> cancel_as_root(std::string scope, std::chrono::milliseconds budget);
 };
 
 [[nodiscard]] boost::system::result<std::unique_ptr<backend>, backend_error>

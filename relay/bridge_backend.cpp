@@ -1,6 +1,7 @@
 // The bridge backend (see bridge_backend.hpp).
 #include "relay/bridge_backend.hpp"
 
+#include "contracts/limits.hpp"
 #include "contracts/python_text.hpp"
 #include "contracts/secret.hpp"
 #include "contracts/session_messages.hpp"
@@ -431,10 +432,16 @@ class bridge_backend final : public backend {
         (void)co_await bridge_.stop(budget);
     }
 
-    std::string scope_path(const std::string& name) const override {
-        return "/logs/agent/.maka-eval-" + name + ".pid";
+    // No engine to ask whether the environment still runs: a fresh root `cancel` either settles or fails.
+    asio::awaitable<recovery> recover(std::optional<int>, std::string scope,
+                                      std::chrono::milliseconds budget) override {
+        co_return co_await cancel_as_root(std::move(scope), budget);
     }
-    std::string artifacts_dir() const override { return "/logs/artifacts"; }
+
+    std::string scope_path(const std::string& name) const override {
+        return std::string(contracts::scope_directory) + "/.maka-eval-" + name + ".pid";
+    }
+    std::string artifacts_dir() const override { return std::string(contracts::artifacts_directory); }
 
   private:
     // Root-owned directory and binary: an unprivileged subject can neither replace the helper nor plant

@@ -3,6 +3,7 @@
 
 #include "contracts/secret.hpp"
 #include "contracts/wire_json.hpp"
+#include "relay/engine_replies.hpp"
 
 #include <charconv>
 #include <unistd.h>
@@ -88,18 +89,6 @@ http::request<http::span_body<const char>> make_request(http::verb verb, const s
     return req;
 }
 
-std::string engine_message(const std::string& body) {
-    boost::system::error_code ec;
-    auto value = boost::json::parse(body, ec);
-    if (!ec && value.is_object()) {
-        if (const auto* message = value.get_object().if_contains("message");
-            message && message->is_string()) {
-            return std::string(message->get_string());
-        }
-    }
-    return body.substr(0, 200);
-}
-
 // The demultiplexed exec stream.
 class hijacked_stream final : public exec_stream {
   public:
@@ -159,16 +148,22 @@ class hijacked_stream final : public exec_stream {
     const std::string& stderr_text() const override { return err_; }
 
   private:
-    // Reads one frame: [stream, 0, 0, 0, size (big-endian u32)] then `size` bytes.
+    // Reads one frame: [stream, 0, 0, 0, size (big-endian u32)] then `size` bytes. A header that is not
+    // the engine's format, or announces more than the frame limit, ends the stream with a clear message.
     asio::awaitable<bool> next_frame() {
         const bool header = co_await fill(8);
         if (!header) {
             co_return false;
         }
-        const auto* h = reinterpret_cast<const unsigned char*>(raw_.data());
-        const std::size_t size =
-            (std::size_t{h[4]} << 24U) | (std::size_t{h[5]} << 16U) | (std::size_t{h[6]} << 8U) | h[7];
-        const unsigned char stream = h[0];
+        const auto parsed = parse_frame_header(std::string_view(raw_).substr(0, 8));
+        if (!parsed) {
+            const std::string line = "maka-eval-relay: " + parsed.error().message + "\n";
+            (void)::write(STDERR_FILENO, line.data(), line.size());
+            close();
+            co_return false;
+        }
+        const std::size_t size = parsed->size;
+        const unsigned char stream = parsed->stream;
         const bool body = co_await fill(8 + size);
         if (!body) {
             co_return false;
@@ -218,17 +213,14 @@ asio::awaitable<boost::system::result<std::string, docker_error>> docker_api::ne
     if (!version || version->status != 200) {
         co_return docker_error{"the Docker engine at " + host_ + " did not say its version"};
     }
-    boost::system::error_code ec;
-    auto body = boost::json::parse(version->body, ec);
     std::string api = "1.41";
-    if (!ec && body.is_object() && body.get_object().contains("ApiVersion")) {
-        const std::string engine(body.get_object().at("ApiVersion").as_string());
+    if (const auto engine = parse_api_version(version->body)) {
         // Speak the engine's version when it is older than ours; 1.41 (Docker 20.10) otherwise.
         int major = 0;
         int minor = 0;
-        if (std::sscanf(engine.c_str(), "%d.%d", &major, &minor) == 2 &&
+        if (std::sscanf(engine->c_str(), "%d.%d", &major, &minor) == 2 &&
             (major < 1 || (major == 1 && minor < 41))) {
-            api = engine;
+            api = *engine;
         }
     }
     version_prefix_ = "/v" + api;
@@ -278,7 +270,7 @@ docker_api::send(const std::string& method, const std::string& target, const std
     co_return docker_response{static_cast<int>(res.result_int()), std::move(res.body())};
 }
 
-asio::awaitable<boost::system::result<boost::json::object, docker_error>>
+asio::awaitable<boost::system::result<container_facts, docker_error>>
 docker_api::inspect_container(std::string id) {
     auto response = co_await request("GET", "/containers/" + id + "/json");
     if (!response) {
@@ -291,12 +283,11 @@ docker_api::inspect_container(std::string id) {
         co_return docker_error{"inspecting container " + id + ": " + engine_message(response->body),
                                response->status};
     }
-    boost::system::error_code ec;
-    auto value = boost::json::parse(response->body, ec);
-    if (ec || !value.is_object()) {
-        co_return docker_error{"the Docker engine sent an unreadable container description"};
+    auto facts = parse_container(response->body);
+    if (!facts) {
+        co_return docker_error{facts.error().message};
     }
-    co_return std::move(value.get_object());
+    co_return std::move(*facts);
 }
 
 asio::awaitable<boost::system::result<std::string, docker_error>>
@@ -317,15 +308,13 @@ docker_api::find_compose_container(std::string project, std::string service) {
     if (!response || response->status != 200) {
         co_return docker_error{"cannot list containers of compose project " + project};
     }
-    boost::system::error_code ec;
-    auto value = boost::json::parse(response->body, ec);
-    if (ec || !value.is_array() || value.get_array().empty()) {
-        co_return docker_error{"no running container for service " + service + " of compose project " +
-                               project};
+    auto id = parse_first_container_id(response->body);
+    if (!id) {
+        co_return docker_error{id.error().message.empty() ? "no running container for service " + service +
+                                                                " of compose project " + project
+                                                          : id.error().message};
     }
-    co_return boost::system::result<std::string, docker_error>(
-        boost::system::in_place_value,
-        std::string(value.get_array().front().as_object().at("Id").as_string()));
+    co_return boost::system::result<std::string, docker_error>(boost::system::in_place_value, std::move(*id));
 }
 
 asio::awaitable<boost::system::result<std::unique_ptr<exec_stream>, docker_error>>
@@ -355,12 +344,11 @@ docker_api::exec(std::string container, exec_spec spec, std::string& exec_id) {
                                                        : engine_message(created->body);
         co_return docker_error{"cannot exec in container " + container + ": " + why, created->status};
     }
-    boost::system::error_code ec;
-    auto id = boost::json::parse(created->body, ec);
-    if (ec || !id.is_object() || !id.get_object().contains("Id")) {
-        co_return docker_error{"the Docker engine sent an unreadable exec id"};
+    auto id = parse_exec_id(created->body);
+    if (!id) {
+        co_return docker_error{id.error().message};
     }
-    exec_id = std::string(id.get_object().at("Id").as_string());
+    exec_id = std::move(*id);
     ++calls_;
     auto c = co_await open_connection(host_);
     if (!c) {
@@ -398,17 +386,14 @@ asio::awaitable<boost::system::result<int, docker_error>> docker_api::exec_exit_
     if (!response || response->status != 200) {
         co_return docker_error{"cannot inspect exec " + exec_id};
     }
-    boost::system::error_code ec;
-    auto value = boost::json::parse(response->body, ec);
-    if (ec || !value.is_object()) {
-        co_return docker_error{"unreadable exec description"};
+    auto state = parse_exec_state(response->body);
+    if (!state) {
+        co_return docker_error{state.error().message};
     }
-    const auto& object = value.get_object();
-    if (object.contains("Running") && object.at("Running").is_bool() && object.at("Running").get_bool()) {
+    if (state->running) {
         co_return docker_error{"still running"};
     }
-    const auto* code = object.if_contains("ExitCode");
-    co_return code != nullptr && code->is_int64() ? static_cast<int>(code->get_int64()) : -1;
+    co_return state->exit_code.value_or(-1);
 }
 
 } // namespace maka_eval::relay

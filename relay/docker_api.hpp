@@ -6,6 +6,8 @@
 // multiplexed stdout/stderr framing; `exec_stream` decodes it and can half-close stdin.
 #pragma once
 
+#include "relay/engine_replies.hpp"
+
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -14,7 +16,6 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
-#include <boost/json/object.hpp>
 #include <boost/system/result.hpp>
 
 namespace maka_eval::relay {
@@ -64,8 +65,7 @@ class docker_api {
     asio::awaitable<boost::system::result<docker_response, docker_error>>
     request(std::string method, std::string target, std::string body = {},
             std::string content_type = "application/json");
-    asio::awaitable<boost::system::result<boost::json::object, docker_error>>
-    inspect_container(std::string id);
+    asio::awaitable<boost::system::result<container_facts, docker_error>> inspect_container(std::string id);
     asio::awaitable<boost::system::result<std::string, docker_error>>
     find_compose_container(std::string project, std::string service);
     asio::awaitable<boost::system::result<std::unique_ptr<exec_stream>, docker_error>>

@@ -1,6 +1,7 @@
 // The docker backend (see docker_backend.hpp).
 #include "relay/docker_backend.hpp"
 
+#include "contracts/limits.hpp"
 #include "contracts/session_messages.hpp"
 #include "relay/docker_api.hpp"
 #include "relay/tar_archive.hpp"
@@ -61,7 +62,12 @@ class docker_backend final : public backend {
             co_return resolved.error();
         }
         for (int attempt = 0; attempt < 2; ++attempt) {
-            exec_spec spec{{helper_in_container_, "session"}, {}, {}, true};
+            // A root supervisor; the subject runs as the container's user (or --user), out of its reach.
+            std::vector<std::string> cmd{helper_in_container_, "session"};
+            if (supervise_as_root_ && !subject_user_.empty()) {
+                cmd.insert(cmd.end(), {"--user", subject_user_});
+            }
+            exec_spec spec{std::move(cmd), supervise_as_root_ ? "0" : subject_user_, {}, true};
             std::string id;
             auto stream = co_await api_.exec(container_, std::move(spec), id);
             if (!stream) {
@@ -76,6 +82,17 @@ class docker_backend final : public backend {
             if (hello && std::holds_alternative<contracts::hello_message>(*hello)) {
                 co_return std::unique_ptr<helper_session>(
                     std::make_unique<docker_session>(std::move(*stream), std::move(*first)));
+            }
+            if (const auto* refused = hello ? std::get_if<contracts::error_message>(&*hello) : nullptr) {
+                if (refused->code == "identity-unavailable" && supervise_as_root_) {
+                    // Root without the capabilities to switch users (--cap-drop ALL): the whole session then
+                    // runs as the subject's user, as before — the relay logs that mode.
+                    supervise_as_root_ = false;
+                    --attempt;
+                    continue;
+                }
+                co_return backend_error{"maka-eval-helper in container " + container_ + ": " +
+                                        refused->message};
             }
             const int code = co_await exit_code_of(id);
             if (attempt == 0 && (code == 126 || code == 127) && options_.helper_in_container.empty()) {
@@ -111,17 +128,10 @@ class docker_backend final : public backend {
         }
         // The sidecar is the compose service of that name beside the subject, or a container of that name.
         std::string target = sidecar;
-        auto info = co_await api_.inspect_container(container_);
-        if (info) {
-            const auto& labels = info->at("Config").as_object().at("Labels");
-            const auto* project =
-                labels.is_object() ? labels.as_object().if_contains("com.docker.compose.project") : nullptr;
-            if (project != nullptr && project->is_string()) {
-                auto found =
-                    co_await api_.find_compose_container(std::string(project->get_string()), sidecar);
-                if (found) {
-                    target = *found;
-                }
+        if (!compose_project_.empty()) {
+            auto found = co_await api_.find_compose_container(compose_project_, sidecar);
+            if (found) {
+                target = *found;
             }
         }
         std::vector<std::string> probe{"readlink", "/proc/self/ns/net"};
@@ -146,10 +156,21 @@ class docker_backend final : public backend {
         co_await (remove_container() || timer.async_wait(as_tuple(use_awaitable)));
     }
 
-    std::string scope_path(const std::string& name) const override {
-        return "/logs/agent/.maka-eval-" + name + ".pid";
+    // The helper died without a report. A container that no longer runs has nothing left to stop: it is
+    // left as it is for whoever debugs it. Otherwise a fresh root exec of `cancel` settles the scope.
+    asio::awaitable<recovery> recover(std::optional<int>, std::string scope,
+                                      std::chrono::milliseconds budget) override {
+        auto facts = co_await api_.inspect_container(container_);
+        if (!facts || !facts->running) {
+            co_return recovery::environment_gone;
+        }
+        co_return co_await cancel_as_root(std::move(scope), budget);
     }
-    std::string artifacts_dir() const override { return "/logs/artifacts"; }
+
+    std::string scope_path(const std::string& name) const override {
+        return std::string(contracts::scope_directory) + "/.maka-eval-" + name + ".pid";
+    }
+    std::string artifacts_dir() const override { return std::string(contracts::artifacts_directory); }
 
   private:
     static std::string docker_host() {
@@ -176,6 +197,18 @@ class docker_backend final : public backend {
             }
             container_ = *found;
         }
+        // One inspect per trial: the container's state for a clear error, its configured user (whom a plain
+        // `docker exec` would run as: the subject's identity), and its compose project (for the sidecar).
+        auto facts = co_await api_.inspect_container(container_);
+        if (!facts) {
+            co_return backend_error{facts.error().message};
+        }
+        if (facts->paused || !facts->running) {
+            co_return backend_error{"container " + container_ + " is " +
+                                    (facts->paused ? "paused" : "not running")};
+        }
+        subject_user_ = options_.user.empty() ? facts->user : options_.user;
+        compose_project_ = facts->compose_project;
         if (!options_.helper_in_container.empty()) {
             helper_in_container_ = options_.helper_in_container; // mounted by the user (compose overlay)
         } else {
@@ -243,6 +276,9 @@ class docker_backend final : public backend {
 
     std::string helper_name_;
     std::string helper_in_container_;
+    std::string subject_user_;    // "" when the container runs as root
+    std::string compose_project_; // the container's, for the policy sidecar
+    bool supervise_as_root_ = true;
     bool resolved_ = false;
 };
 

@@ -9,8 +9,6 @@
 
 #include "contracts/secret.hpp"
 #include "contracts/session_messages.hpp"
-#include "relay/bridge_backend.hpp"
-#include "relay/docker_backend.hpp"
 
 #include <csignal>
 #include <cstdlib>
@@ -60,9 +58,10 @@ std::vector<std::string> helper_environment() {
 
 class local_session final : public helper_session {
   public:
-    local_session(const asio::any_io_executor& executor, const std::string& helper)
+    local_session(const asio::any_io_executor& executor, const std::string& helper,
+                  const std::vector<std::string>& args)
         : stdin_(executor), stdout_(executor),
-          process_(executor, helper, {"session"}, bp::process_stdio{stdin_, stdout_, {}},
+          process_(executor, helper, args, bp::process_stdio{stdin_, stdout_, {}},
                    bp::process_environment(helper_environment())) {}
 
     ~local_session() override {
@@ -117,15 +116,23 @@ class local_session final : public helper_session {
 
 class local_backend final : public backend {
   public:
-    local_backend(asio::any_io_executor executor, std::string helper, std::filesystem::path work)
-        : executor_(std::move(executor)), helper_(std::move(helper)), work_(std::move(work)) {}
+    local_backend(asio::any_io_executor executor, std::string helper, std::filesystem::path work,
+                  std::string user)
+        : executor_(std::move(executor)), helper_(std::move(helper)), work_(std::move(work)),
+          user_(std::move(user)) {}
 
     std::string describe() const override { return "local (" + work_.string() + ")"; }
+    bool is_host() const override { return true; }
 
     asio::awaitable<boost::system::result<std::unique_ptr<helper_session>, backend_error>>
     open_session() override {
         try {
-            co_return std::make_unique<local_session>(executor_, helper_);
+            // As root with --user: a root supervisor and the subject as that user, as in a container.
+            std::vector<std::string> args{"session"};
+            if (!user_.empty()) {
+                args.insert(args.end(), {"--user", user_});
+            }
+            co_return std::make_unique<local_session>(executor_, helper_, args);
         } catch (const std::exception& error) {
             co_return backend_error{"cannot start " + helper_ + ": " + error.what()};
         }
@@ -151,6 +158,13 @@ class local_backend final : public backend {
         co_return;
     }
 
+    // No root exec here: the helper was our child, and what it supervised is the subject's group.
+    asio::awaitable<recovery> recover(std::optional<int> subject_pgid, std::string,
+                                      std::chrono::milliseconds budget) override {
+        co_await destroy(subject_pgid, budget);
+        co_return recovery::settled;
+    }
+
     std::string scope_path(const std::string& name) const override {
         return (work_ / "agent" / (".maka-eval-" + name + ".pid")).string();
     }
@@ -160,6 +174,7 @@ class local_backend final : public backend {
     asio::any_io_executor executor_;
     std::string helper_;
     std::filesystem::path work_;
+    std::string user_;
 };
 
 } // namespace
@@ -169,6 +184,10 @@ make_local_backend(const common_options& options, asio::any_io_executor executor
     auto helper = locate_helper(options.helper_path);
     if (!helper) {
         return helper.error();
+    }
+    if (!options.user.empty() && ::geteuid() != 0) {
+        return backend_error{"--user on the local backend needs the relay to run as root (it supervises the "
+                             "subject as root and starts it as that user)"};
     }
     std::filesystem::path work = options.work_dir;
     std::error_code ec;
@@ -186,22 +205,7 @@ make_local_backend(const common_options& options, asio::any_io_executor executor
     }
     std::filesystem::permissions(work / "agent", std::filesystem::perms::owner_all, ec);
     return std::unique_ptr<backend>(
-        std::make_unique<local_backend>(std::move(executor), std::move(*helper), work));
-}
-
-boost::system::result<std::unique_ptr<backend>, backend_error> make_backend(const common_options& options,
-                                                                            asio::any_io_executor executor) {
-    if (options.env_spec == "local") {
-        return make_local_backend(options, std::move(executor));
-    }
-    if (options.env_spec.starts_with("docker:")) {
-        return make_docker_backend(options, std::move(executor));
-    }
-    if (options.env_spec == "bridge") {
-        return make_bridge_backend(options, std::move(executor));
-    }
-    return backend_error{"the " + options.env_spec.substr(0, options.env_spec.find(':')) +
-                         " backend is not available in this build yet"};
+        std::make_unique<local_backend>(std::move(executor), std::move(*helper), work, options.user));
 }
 
 } // namespace maka_eval::relay

@@ -149,6 +149,9 @@ asio::awaitable<transcript> loopback_orchestrator::serve() {
     if (!t.ready) {
         co_return t;
     }
+    if (script_.on_event) {
+        script_.on_event("ready");
+    }
     if (act == misbehaviour::close_after_ready) {
         socket.close(ignored);
         t.failure = "closed after ready";
@@ -197,6 +200,9 @@ asio::awaitable<transcript> loopback_orchestrator::serve() {
             t.failure = "relay returned an invalid execution result";
         }
         co_return t;
+    }
+    if (script_.on_event) {
+        script_.on_event("executed");
     }
     if (act == misbehaviour::close_after_executed) {
         socket.close(ignored);

@@ -8,8 +8,10 @@
 #include "contracts/orchestrator_messages.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -40,6 +42,8 @@ struct orchestrator_script {
     misbehaviour act = misbehaviour::none;
     std::uint32_t during_run_delay_ms = 300; // for close_during_run / control_during_run
     std::uint32_t verify_delay_ms = 0;
+    // Told "ready" and "executed" as each arrives (tests wait for these instead of sleeping).
+    std::function<void(std::string_view)> on_event;
     std::optional<std::string>
         raw_execute;   // an `execute` object sent as is (its token set), for refusal tests
     bool hold = false; // never send `execute` (to cancel a relay that waits for it)

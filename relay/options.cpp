@@ -38,6 +38,11 @@ options (both modes):
   --compose-project P [--compose-service S]   docker: the container of compose service S (main) of project P
   --helper-in-container PATH                  docker, bridge: use a helper already there instead of uploading one
                             docker: DOCKER_HOST unix:///var/run/docker.sock (default) or tcp://HOST:PORT
+  --user USER[:GROUP]       docker, local as root: run the subject as USER (as docker exec -u; default: the
+                            container's configured user) under a root supervisor it cannot reach
+  --artifact-limit BYTES    keep at most BYTES of each of the subject's stdout/stderr artifacts on disk
+                            (1073741824); sizes and digests still cover everything it wrote
+  --keep-leftovers          do not stop processes an earlier trial's subject left in the environment
   --log-format text|json    one line per phase on stderr (text)
   --quiet                   no phase log
 environment:
@@ -118,6 +123,23 @@ boost::system::result<bool, usage_error> common_option(std::span<const std::stri
         out.log = *v == "json" ? log_format::json : log_format::text;
     } else if (name == "--quiet") {
         out.quiet = true;
+    } else if (name == "--keep-leftovers") {
+        out.keep_leftovers = true;
+    } else if (name == "--user") {
+        const auto v = value();
+        if (!v || v->empty() || v->front() == ':' || v->find('\0') != std::string_view::npos) {
+            return usage_error{"--user takes USER[:GROUP] (a name or a numeric id, as docker exec -u)"};
+        }
+        out.user = *v;
+    } else if (name == "--artifact-limit") {
+        const auto v = value();
+        std::uint64_t bytes = 0;
+        const auto [ptr, ec] = v ? std::from_chars(v->data(), v->data() + v->size(), bytes)
+                                 : std::from_chars_result{nullptr, std::errc::invalid_argument};
+        if (!v || ec != std::errc() || ptr != v->data() + v->size()) {
+            return usage_error{"--artifact-limit takes a number of bytes"};
+        }
+        out.artifact_limit = bytes;
     } else {
         return false;
     }
@@ -129,6 +151,11 @@ boost::system::result<void, usage_error> check_backend(const common_options& out
     if ((out.env_spec == "bridge") != (out.bridge_fd >= 0)) {
         return usage_error{"--env bridge and --bridge-fd go together: the bridge is the socket the trial "
                            "runner's adapter (relay/harbor) passes"};
+    }
+    if (out.env_spec == "bridge" && !out.user.empty()) {
+        return usage_error{
+            "--user is for the docker and local backends: on the bridge the subject runs as the "
+            "trial runner's default user"};
     }
     return {};
 }

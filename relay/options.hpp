@@ -5,6 +5,7 @@
 // MAKA_EVAL_EGRESS_REQUIRED and MAKA_EVAL_EGRESS_ALLOWED_HOST, as for the original.
 #pragma once
 
+#include "contracts/limits.hpp"
 #include "contracts/orchestrator_messages.hpp"
 
 #include <cstdint>
@@ -36,6 +37,9 @@ struct common_options {
     std::string compose_service = "main"; // docker: with --compose-project
     std::string helper_in_container;      // docker, bridge: the helper is already there (no upload)
     int bridge_fd = -1;                   // bridge: the adapter's socket, inherited
+    std::string user;                     // docker, local as root: the subject's user (docker exec -u)
+    std::uint64_t artifact_limit = contracts::default_artifact_limit_bytes; // per artifact, on disk
+    bool keep_leftovers = false; // do not stop what earlier trials' subjects left running
 };
 
 struct connect_options {

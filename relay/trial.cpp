@@ -112,9 +112,21 @@ class trial : public std::enable_shared_from_this<trial> {
     asio::awaitable<trial_outcome> gate(const contracts::hello_message& hello);
     asio::awaitable<trial_outcome> supervise(const contracts::execute_request& request);
     asio::awaitable<std::optional<contracts::report_message>> settle(const std::string& reason);
+    // The helper vanished: settles the scope through the backend, destroys as the last resort, and says what
+    // happened for the outcome.
+    asio::awaitable<std::string> recover(const std::string& scope);
     asio::awaitable<trial_outcome> cancelled(const contracts::execute_request& request, int signal);
     asio::awaitable<trial_outcome> await_decision();
     void finish();
+    void log_truncation(const contracts::report_message& report) {
+        for (const auto* artifact : {&report.stdout_artifact, &report.stderr_artifact}) {
+            if (artifact->truncated) {
+                log_.error(artifact->path +
+                           " was cut at the artifact limit: " + std::to_string(artifact->written) + " of " +
+                           std::to_string(artifact->bytes) + " bytes kept (sha256 covers them all)");
+            }
+        }
+    }
 
     static trial_outcome outcome(int code, std::string message = {}) { return {code, std::move(message)}; }
     trial_outcome cancelled_before_start(int signal) {
@@ -135,6 +147,7 @@ class trial : public std::enable_shared_from_this<trial> {
     asio::signal_set signals_;
     std::unique_ptr<helper_session> session_;
     std::optional<int> pgid_;
+    std::string scope_path_;
     bool host_teardown_ = false;
     bool executed_sent_ = false;
 };
@@ -313,7 +326,17 @@ asio::awaitable<trial_outcome> trial::prepare_and_run() {
     if (!hello->cwd.starts_with("/") || hello->cwd.find('\0') != std::string::npos) {
         co_return outcome(exit_environment, "Maka Eval could not resolve the task working directory");
     }
-    log_.phase("helper", {{"cwd", hello->cwd}, {"helper", hello->helper_version}});
+    // Whether the subject can reach its supervisor: only a root supervisor over a non-root subject is out
+    // of its reach (a root subject can signal anything in its PID namespace).
+    // "root": out of the subject's reach; "same-uid": no root exec here, within its reach; "root-subject":
+    // a root subject can signal anything in its PID namespace. README, security, says what each guarantees.
+    const char* supervision = hello->supervisor_uid == 0 && hello->uid != 0 ? "root"
+                              : hello->uid == 0                             ? "root-subject"
+                                                                            : "same-uid";
+    log_.phase("helper", {{"cwd", hello->cwd},
+                          {"helper", hello->helper_version},
+                          {"subjectUid", std::to_string(hello->uid)},
+                          {"supervisor", supervision}});
 
     // 3. The egress gate, before `ready`: a refusal means the orchestrator never sees `ready`.
     if (config_.common.egress_required) {
@@ -419,9 +442,13 @@ asio::awaitable<trial_outcome> trial::supervise(const contracts::execute_request
     run.capture_stdout = request.capture_stdout;
     // The scope file's name derives from the relay token without revealing it to the subject.
     run.scope_path = env_.scope_path(contracts::sha256_hex(config_.token).substr(0, 24));
+    scope_path_ = run.scope_path;
     run.artifacts_dir = env_.artifacts_dir();
     run.term_grace_ms = config_.common.term_grace_ms;
     run.kill_grace_ms = config_.common.kill_grace_ms;
+    run.artifact_limit = config_.common.artifact_limit;
+    // On this host (local backend) nothing an earlier run left is ours to stop.
+    run.keep_leftovers = config_.common.keep_leftovers || env_.is_host();
     std::string line = contracts::serialize(run);
     for (auto* vars : {&run.environment, &run.credentials}) {
         for (auto& [name, value] : *vars) {
@@ -455,6 +482,7 @@ asio::awaitable<trial_outcome> trial::supervise(const contracts::execute_request
                            {{"exitCode", std::to_string(report->exit_code)},
                             {"diagnostic", std::string(contracts::to_string(report->diagnostic.kind))},
                             {"helperPeakRssKiB", std::to_string(report->peak_rss_kib)}});
+                log_truncation(*report);
                 // Artifacts are already in place (the helper streamed them): `executed` follows at once.
                 const contracts::executed_message executed{config_.token, contracts::termination::exited,
                                                            report->exit_code, report->stdout_text,
@@ -472,12 +500,11 @@ asio::awaitable<trial_outcome> trial::supervise(const contracts::execute_request
             continue;
         }
         if (e->what == event::kind::helper_closed) {
-            // The helper died without a report (the container was killed, or the engine went away); the
-            // outcome's message says so once.
-            co_await env_.destroy(pgid_, milliseconds(config_.common.teardown_timeout_ms));
-            co_return outcome(
-                exit_environment,
-                "Maka Eval subject execution failed: the helper session ended without a report");
+            // The helper died without a report: killed from inside (a root subject can), or the container
+            // was killed, or the engine went away. Settle without it, and destroy only if that fails.
+            log_.error("the helper session ended without a report");
+            const auto recovered = co_await recover(run.scope_path);
+            co_return outcome(exit_environment, "Maka Eval subject execution failed: " + recovered);
         }
         if (e->what == event::kind::signal) {
             co_return co_await cancelled(request, e->signal);
@@ -535,7 +562,13 @@ asio::awaitable<std::optional<contracts::report_message>> trial::settle(const st
     (void)co_await session_->send(std::move(cancel));
     while (true) {
         auto e = co_await next(settle_deadline);
-        if (!e || e->what == event::kind::helper_closed) {
+        if (e && e->what == event::kind::helper_closed) {
+            log_.error("the helper session ended without a report while settling");
+            const auto recovered = co_await recover(scope_path_);
+            log_.error(recovered);
+            co_return std::nullopt;
+        }
+        if (!e) {
             break;
         }
         if (e->what == event::kind::signal) {
@@ -566,6 +599,32 @@ asio::awaitable<std::optional<contracts::report_message>> trial::settle(const st
     const auto left = std::chrono::duration_cast<milliseconds>(final_deadline - clock_type::now());
     co_await env_.destroy(pgid_, std::max(left, milliseconds(1)));
     co_return std::nullopt;
+}
+
+asio::awaitable<std::string> trial::recover(const std::string& scope) {
+    const auto budget = milliseconds(config_.common.teardown_timeout_ms);
+    const auto reserve = std::min<milliseconds>(milliseconds(20'000), budget / 5);
+    const auto begun = clock_type::now();
+    const auto outcome =
+        co_await env_.recover(pgid_, scope, std::max<milliseconds>(milliseconds(1), budget - reserve));
+    switch (outcome) {
+    case recovery::settled:
+        log_.phase("recovered", {{"how", "cancel without the supervisor"}});
+        co_return "the supervisor vanished without a report (killed from inside the environment?); the "
+                  "subject was stopped through a fresh cancel, the environment is intact";
+    case recovery::environment_gone:
+        log_.phase("recovered", {{"how", "environment no longer running"}});
+        co_return "the environment stopped while the subject ran (killed from outside?); nothing was left "
+                  "to stop, so it is left as it is for inspection";
+    case recovery::failed:
+        break;
+    }
+    log_.phase("destroy");
+    session_->kill();
+    const auto left = std::chrono::duration_cast<milliseconds>(begun + budget - clock_type::now());
+    co_await env_.destroy(pgid_, std::max(left, milliseconds(1)));
+    co_return "the helper session ended without a report and the subject could not be settled without it; "
+              "the environment was destroyed";
 }
 
 asio::awaitable<trial_outcome> trial::cancelled(const contracts::execute_request& request, int signal) {

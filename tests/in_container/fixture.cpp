@@ -3,9 +3,11 @@
 
 #include "in_container/process_table.hpp"
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <doctest/doctest.h>
 
@@ -47,6 +49,25 @@ std::string read_text(const std::string& path) {
 bool process_alive(pid_t pid) {
     const auto status = in_container::read_status(pid);
     return status && status->state != 'Z' && status->state != 'X';
+}
+
+bool group_alive(pid_t pgid) {
+    for (const auto& p : in_container::all_processes()) {
+        if (p.pgid == pgid && p.state != 'Z' && p.state != 'X') {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool eventually(const std::function<bool()>& condition, int timeout_ms) {
+    for (int waited = 0; waited < timeout_ms; waited += 10) {
+        if (condition()) {
+            return true;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return condition();
 }
 
 session::session() : process({helper_binary, "session"}) {

@@ -5,6 +5,7 @@
 #include "support/child_process.hpp"
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +35,10 @@ class scratch {
 
 std::string read_text(const std::string& path);
 bool process_alive(pid_t pid); // exists and is not a zombie
+// Some process of group `pgid` exists and is not a zombie: a zombie is dead, whether or not PID 1 reaps.
+bool group_alive(pid_t pgid);
+// Polls `condition` every 10 ms for up to `timeout_ms`; its last answer.
+bool eventually(const std::function<bool()>& condition, int timeout_ms = 3000);
 
 // The helper in session mode; `start()` checks `hello` and sends the request.
 class session {

@@ -23,12 +23,26 @@ using namespace maka_eval::test;
 namespace fs = std::filesystem;
 using test::relay_token;
 
+// Zombies count as gone: `kill(-pgid, 0)` succeeds on a zombie, so a machine whose PID 1 never reaps would
+// make a process that was killed look alive, and one that should be gone look as if it merely lingered.
 bool gone_soon(pid_t pgid) {
-    for (int i = 0; i < 300 && ::kill(-pgid, 0) == 0; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return ::kill(-pgid, 0) != 0;
+    return eventually([pgid] { return !group_alive(pgid); });
 }
+
+// A file the subject writes once it is ready to be signalled (its traps are set).
+struct marker {
+    fs::path path = fs::temp_directory_path() /
+                    ("marker-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    marker() { fs::remove(path); }
+    ~marker() { fs::remove(path); }
+    marker(const marker&) = delete;
+    marker& operator=(const marker&) = delete;
+    [[nodiscard]] bool appears() const {
+        return eventually([this] { return fs::exists(path); }, 10000);
+    }
+    [[nodiscard]] std::string touch() const { return ": > " + path.string(); }
+    static inline int counter = 0;
+};
 
 TEST_CASE("happy path: ready, execute, the frame passed through in executed, verify") {
     trial t(subject({}, "echo noise; \"$HELPER\" frame '{\"status\":\"completed\"}'; exit 0"));
@@ -188,7 +202,7 @@ TEST_CASE("a bad decision after executed is refused") {
 
 TEST_CASE("SIGTERM before the subject starts: nothing is sent") {
     trial t(subject({"--hold"}, "exit 0"));
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    t.wait_event("ready");
     t.signal(SIGTERM);
     const auto o = t.finish();
     CHECK(o.exit_code == relay::exit_cancelled);
@@ -197,9 +211,11 @@ TEST_CASE("SIGTERM before the subject starts: nothing is sent") {
 
 TEST_CASE(
     "SIGTERM while the subject runs: framework_timeout/124, a frame printed while stopping passes through") {
-    trial t(subject(
-        {}, "trap '\"$HELPER\" frame \"{\\\"partial\\\":1}\"; exit 0' TERM; while :; do sleep 0.05; done"));
+    const marker trapped;
+    trial t(subject({}, "trap '\"$HELPER\" frame \"{\\\"partial\\\":1}\"; exit 0' TERM; " + trapped.touch() +
+                            "; while :; do sleep 0.05; done"));
     const pid_t pgid = t.wait_running();
+    REQUIRE(trapped.appears()); // a SIGTERM before the trap would end it without a frame
     t.signal(SIGTERM);
     const auto o = t.finish();
     CHECK(o.exit_code == relay::exit_cancelled);
@@ -213,16 +229,11 @@ TEST_CASE(
 TEST_CASE("SIGTERM with a TERM-ignoring subject inside a short budget: destroy, then framework_timeout") {
     // The subject says when its trap is in place: a SIGTERM before that would simply end it, and the relay
     // would have nothing to destroy.
-    const auto trapped = fs::temp_directory_path() / ("trapped-" + std::to_string(::getpid()));
-    fs::remove(trapped);
-    trial t(subject({}, "trap '' TERM; : > " + trapped.string() + "; sleep 60"),
+    const marker trapped;
+    trial t(subject({}, "trap '' TERM; " + trapped.touch() + "; sleep 60"),
             {"--teardown-timeout-ms", "1000"});
     const pid_t pgid = t.wait_running();
-    for (int i = 0; i < 500 && !fs::exists(trapped); ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    REQUIRE(fs::exists(trapped));
-    fs::remove(trapped);
+    REQUIRE(trapped.appears());
     const auto begun = std::chrono::steady_clock::now();
     t.signal(SIGTERM);
     const auto o = t.finish();
@@ -250,26 +261,55 @@ TEST_CASE("SIGINT (host teardown) while the subject runs: settled, no executed")
 }
 
 TEST_CASE("a subject that already exited is never signalled, even on SIGTERM after executed") {
-    const std::string marker =
-        (fs::temp_directory_path() / ("signalled-" + std::to_string(::getpid()))).string();
-    fs::remove(marker);
-    trial t(subject({"--verify-delay-ms", "1500"},
-                    "(trap 'touch " + marker + "' TERM; sleep 5) >/dev/null 2>&1 & echo $! > " +
-                        (fs::temp_directory_path() / ("bg-" + std::to_string(::getpid()))).string() +
-                        "; \"$HELPER\" frame '{}'"));
-    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    const marker signalled;
+    const marker background;
+    trial t(subject({"--verify-delay-ms", "3000"},
+                    "(trap '" + signalled.touch() + "' TERM; sleep 30) & echo $! > " +
+                        background.path.string() + "; \"$HELPER\" frame '{}'"));
+    t.wait_event("executed");
     t.signal(SIGTERM);
     const auto o = t.finish();
     CHECK(o.exit_code == relay::exit_cancelled);
     CHECK(executed_of(o).at("termination").as_string() == "exited");
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    CHECK_FALSE(fs::exists(marker));
-    const auto bg = read_text((fs::temp_directory_path() / ("bg-" + std::to_string(::getpid()))).string());
+    const auto bg = read_text(background.path.string());
     REQUIRE_FALSE(bg.empty());
     const pid_t pid = static_cast<pid_t>(std::stol(bg));
-    CHECK(::kill(pid, 0) == 0); // still running, untouched
+    // Still running, untouched: a zombie would mean it was killed (or ended), whoever reaps it.
+    CHECK(process_alive(pid));
+    CHECK_FALSE(fs::exists(signalled.path));
     ::kill(pid, SIGKILL);
-    fs::remove(fs::temp_directory_path() / ("bg-" + std::to_string(::getpid())));
+}
+
+TEST_CASE("what a subject leaves running survives the trial, and the relay does not wait for it") {
+    const marker background;
+    const auto begun = std::chrono::steady_clock::now();
+    trial t(subject({}, "sleep 30 & echo $! > " + background.path.string() + "; exit 0"));
+    const auto o = t.finish();
+    CHECK(o.exit_code == relay::exit_success);
+    // The background sleep holds the subject's stdout: the trial ends after the drain, not after it.
+    CHECK(std::chrono::steady_clock::now() - begun < std::chrono::seconds(15));
+    const pid_t pid = static_cast<pid_t>(std::stol(read_text(background.path.string())));
+    CHECK(process_alive(pid));
+    ::kill(pid, SIGKILL);
+}
+
+TEST_CASE("the subject inherits no descriptor of the relay or the helper: only stdin, stdout, stderr") {
+    trial t(subject({}, "ls /proc/$$/fd; \"$HELPER\" frame '{}'"));
+    const auto o = t.finish();
+    CHECK(o.exit_code == relay::exit_success);
+    CHECK(read_text((t.dir() / "artifacts" / "maka-subject.stdout.txt").string())
+              .starts_with("0\n1\n2\nMAKA-EVAL-RESULT-V1 "));
+}
+
+TEST_CASE("--artifact-limit: the file is cut, the report still counts and hashes every byte") {
+    trial t(subject({}, "head -c 300000 /dev/zero; head -c 5000 /dev/zero >&2; exit 0"),
+            {"--artifact-limit", "1000"});
+    const auto o = t.finish();
+    CHECK(o.exit_code == relay::exit_success);
+    CHECK(fs::file_size(t.dir() / "artifacts" / "maka-subject.stdout.txt") == 1000);
+    CHECK(fs::file_size(t.dir() / "artifacts" / "maka-subject.stderr.txt") == 1000);
+    CHECK(o.relay_log.find("maka-subject.stdout.txt was cut at the artifact limit: 1000 of 300000 bytes") !=
+          std::string::npos);
 }
 
 TEST_CASE("an invalid teardown timeout is refused before connecting, with the original's text") {

@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
     for (++i; i < argc; ++i) {
         script.request.argv.emplace_back(argv[i]);
     }
+    script.on_event = [](std::string_view what) { std::cout << "event " << what << std::endl; };
     const char* token = std::getenv("MAKA_EVAL_RELAY_TOKEN");
     boost::asio::io_context context;
     relay::loopback_orchestrator orchestrator(context.get_executor(), token != nullptr ? token : "", script);

@@ -55,6 +55,16 @@ pid_t trial::wait_running(const std::function<std::string()>& read_scope) {
     return 0;
 }
 
+void trial::wait_event(const std::string& what, int timeout_ms) {
+    while (true) {
+        const auto line = orchestrator_.read_line(timeout_ms);
+        REQUIRE(line);
+        if (*line == "event " + what) {
+            return;
+        }
+    }
+}
+
 void trial::signal(int sig) {
     ::kill(relay_->pid(), sig);
 }
@@ -63,7 +73,10 @@ outcome trial::finish(int timeout_ms) {
     outcome o;
     o.exit_code = relay_->wait(timeout_ms);
     o.relay_log = relay_->stderr_text();
-    const auto line = orchestrator_.read_line(timeout_ms);
+    auto line = orchestrator_.read_line(timeout_ms);
+    while (line && line->starts_with("event ")) {
+        line = orchestrator_.read_line(timeout_ms);
+    }
     INFO("relay log:\n" << o.relay_log);
     REQUIRE(line);
     o.transcript = contracts::parse_object(*line, 1 << 24).value();

@@ -37,6 +37,8 @@ class trial {
     // directory; `read_scope` reads it elsewhere (inside a container).
     pid_t wait_running(const std::function<std::string()>& read_scope = {});
     void signal(int sig);
+    // Waits until the orchestrator double reports `what` ("ready", "executed").
+    void wait_event(const std::string& what, int timeout_ms = 30000);
     outcome finish(int timeout_ms = 30000);
     [[nodiscard]] const std::filesystem::path& dir() const { return dir_.path(); }
     [[nodiscard]] pid_t relay_pid() const { return relay_->pid(); }

@@ -1,0 +1,62 @@
+// Resolving and taking on the subject's identity (see identity.hpp).
+#include "in_container/identity.hpp"
+
+#include "in_container/io.hpp"
+
+#include <cstdlib>
+#include <grp.h>
+#include <unistd.h>
+
+namespace maka_eval::in_container {
+namespace {
+
+// CAP_SETGID (6) and CAP_SETUID (7) in our effective set: a root without them cannot drop to another user.
+bool may_switch_identity() {
+    const auto status = read_file("/proc/self/status", 1 << 16).value_or(std::string());
+    const auto at = status.find("CapEff:");
+    if (at == std::string::npos) {
+        return false;
+    }
+    const auto effective = std::strtoull(status.c_str() + at + 7, nullptr, 16);
+    constexpr unsigned long long needed = (1ULL << 6U) | (1ULL << 7U);
+    return (effective & needed) == needed;
+}
+
+} // namespace
+
+boost::system::result<policy::subject_identity, std::string> resolve_subject_user(const std::string& spec) {
+    // A FROM-scratch image may have neither file: numeric ids still resolve, names do not.
+    const auto passwd = read_file("/etc/passwd", std::size_t{4} << 20U).value_or(std::string());
+    const auto group = read_file("/etc/group", std::size_t{4} << 20U).value_or(std::string());
+    auto identity = policy::resolve_user(spec, passwd, group);
+    if (!identity) {
+        // The engine's own wording, so the message reads as `docker exec -u` would have said it.
+        const bool about_group = identity.error() == policy::user_error::unknown_group;
+        const auto name = about_group ? spec.substr(spec.find(':') + 1) : spec.substr(0, spec.find(':'));
+        return "unable to find " + std::string(about_group ? "group " : "user ") + name + ": " +
+               identity.error().message();
+    }
+    if (::geteuid() == 0 && (identity->uid != 0 || identity->gid != ::getegid()) && !may_switch_identity()) {
+        return "root here lacks CAP_SETUID/CAP_SETGID (dropped capabilities?): cannot start the subject as " +
+               spec;
+    }
+    if (::geteuid() != 0 && identity->uid != ::geteuid()) {
+        return "the helper runs as uid " + std::to_string(::geteuid()) + " and cannot start the subject as " +
+               spec + " (the supervisor needs root for that)";
+    }
+    return *identity;
+}
+
+std::vector<gid_t> group_list(const policy::subject_identity& identity) {
+    return {identity.groups.begin(), identity.groups.end()};
+}
+
+bool become(const policy::subject_identity& identity, const std::vector<gid_t>& groups) {
+    if (::geteuid() != 0) {
+        return identity.uid == ::geteuid(); // nothing to change, or nothing we may change
+    }
+    return ::setgroups(groups.size(), groups.data()) == 0 && ::setgid(identity.gid) == 0 &&
+           ::setuid(identity.uid) == 0;
+}
+
+} // namespace maka_eval::in_container

@@ -1,0 +1,175 @@
+// Root-only state and the clean start (see root_state.hpp).
+#include "in_container/root_state.hpp"
+
+#include "in_container/io.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <fcntl.h>
+#include <poll.h>
+#include <set>
+#include <sstream>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace maka_eval::in_container {
+namespace {
+
+constexpr std::string_view leftovers_name = "leftovers";
+constexpr auto leftover_term_grace = std::chrono::milliseconds(2000);
+constexpr auto leftover_kill_grace = std::chrono::milliseconds(2000);
+
+bool usable(const std::string& path) {
+    if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
+        return false;
+    }
+    struct stat info {};
+    if (::lstat(path.c_str(), &info) != 0 || !S_ISDIR(info.st_mode) || info.st_uid != 0) {
+        return false;
+    }
+    return (info.st_mode & 077) == 0 || ::chmod(path.c_str(), 0700) == 0;
+}
+
+bool alive(const process_status& p) {
+    return p.state != 'Z' && p.state != 'X';
+}
+
+// Sends `sig` to the process only if it is still the one seen (pid pinned by a pidfd, start time checked).
+void signal_exact(const process_status& target, int sig) {
+    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, target.pid, 0));
+    if (pidfd < 0) {
+        return;
+    }
+    const auto now = read_status(target.pid);
+    if (now && now->start_time == target.start_time && alive(*now)) {
+        (void)::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0);
+    }
+    ::close(pidfd);
+}
+
+} // namespace
+
+std::optional<std::string> root_state_directory() {
+    if (::geteuid() != 0) {
+        return std::nullopt;
+    }
+    (void)::mkdir("/run", 0755); // FHS; a FROM-scratch image may lack it
+    for (const char* candidate : {"/run/maka-eval", "/tmp/.maka-eval-state"}) {
+        if (usable(candidate)) {
+            return std::string(candidate);
+        }
+    }
+    return std::nullopt;
+}
+
+std::string scope_location(const std::string& requested) {
+    const auto directory = root_state_directory();
+    if (!directory || requested.empty()) {
+        return requested;
+    }
+    const auto slash = requested.rfind('/');
+    return *directory + "/" + (slash == std::string::npos ? requested : requested.substr(slash + 1));
+}
+
+std::string find_scope(const std::string& requested) {
+    if (::geteuid() != 0 || requested.empty()) {
+        return requested;
+    }
+    const auto slash = requested.rfind('/');
+    for (const char* candidate : {"/run/maka-eval", "/tmp/.maka-eval-state"}) {
+        std::string path = std::string(candidate) + "/" +
+                           (slash == std::string::npos ? requested : requested.substr(slash + 1));
+        struct stat info {};
+        if (::lstat(candidate, &info) == 0 && S_ISDIR(info.st_mode) && info.st_uid == 0 &&
+            ::lstat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode)) {
+            return path;
+        }
+    }
+    return requested;
+}
+
+void record_leftovers(const std::string& directory, const std::vector<process_status>& left) {
+    const std::string path = directory + "/" + std::string(leftovers_name);
+    std::ostringstream text;
+    for (const auto& p : left) {
+        if (alive(p)) {
+            text << p.pid << ' ' << p.start_time << ' ' << p.sid << '\n';
+        }
+    }
+    (void)::unlink(path.c_str());
+    if (text.str().empty()) {
+        return;
+    }
+    const int fd = open_retry(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+    if (fd >= 0) {
+        (void)write_all(fd, text.str());
+        ::close(fd);
+    }
+}
+
+unsigned stop_leftovers(const std::string& directory) {
+    const std::string path = directory + "/" + std::string(leftovers_name);
+    const auto text = read_file(path, 1 << 20);
+    (void)::unlink(path.c_str());
+    if (!text) {
+        return 0;
+    }
+    std::set<std::pair<pid_t, std::uint64_t>> recorded;
+    std::set<pid_t> sessions;
+    std::istringstream lines(*text);
+    pid_t pid = 0;
+    std::uint64_t start = 0;
+    pid_t sid = 0;
+    while (lines >> pid >> start >> sid) {
+        recorded.emplace(pid, start);
+        if (sid > 1) {
+            sessions.insert(sid);
+        }
+    }
+    // Never our own session or an ancestor's (this exec's), and never a session whose leader pid now
+    // belongs to a process that was not recorded (a new session that reused the number).
+    const auto self = read_status(::getpid());
+    for (const auto& p : all_processes()) {
+        if (p.pid == p.sid && sessions.contains(p.sid) && alive(p) &&
+            !recorded.contains({p.pid, p.start_time})) {
+            sessions.erase(p.sid);
+        }
+    }
+    if (self) {
+        sessions.erase(self->sid);
+    }
+    auto victims = [&] {
+        std::vector<process_status> out;
+        for (const auto& p : all_processes()) {
+            if (p.pid > 1 && p.pid != ::getpid() && alive(p) &&
+                (recorded.contains({p.pid, p.start_time}) || sessions.contains(p.sid))) {
+                out.push_back(p);
+            }
+        }
+        return out;
+    };
+    auto found = victims();
+    const auto count = static_cast<unsigned>(found.size());
+    for (const auto& [sig, grace] :
+         {std::pair{SIGTERM, leftover_term_grace}, std::pair{SIGKILL, leftover_kill_grace}}) {
+        for (const auto& p : found) {
+            signal_exact(p, sig);
+        }
+        // Not our children: nothing to wait on but /proc. Bounded, and only when something was left.
+        const auto until = std::chrono::steady_clock::now() + grace;
+        while (!(found = victims()).empty() && std::chrono::steady_clock::now() < until) {
+            ::poll(nullptr, 0, 20);
+        }
+        if (found.empty()) {
+            break;
+        }
+    }
+    if (count > 0) {
+        log_line("stopped " + std::to_string(count) + " process(es) an earlier trial's subject left running");
+    }
+    return count;
+}
+
+} // namespace maka_eval::in_container

@@ -1,0 +1,38 @@
+// The helper's root-only state in an environment: where the scope record lives, and the record of the
+// processes that earlier trials' subjects left running.
+//
+// A subject must not be able to hide from a cancel (delete or rewrite its scope record) or from the next
+// trial's clean start, so both live in a directory only root can enter: /run/maka-eval, else
+// /tmp/.maka-eval-state, created 0700 by a root helper and used only when it is a real directory owned by
+// root with no access for others (never through a symbolic link). Without root (same-uid mode) there is no
+// such place and the caller's path is used as it is, which the relay logs as a weaker mode. A root subject
+// could touch anything anyway, so its record stays where the relay asked for it.
+#pragma once
+
+#include "in_container/process_table.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace maka_eval::in_container {
+
+// The root-only directory, made if missing; nullopt when not root or no candidate is usable.
+[[nodiscard]] std::optional<std::string> root_state_directory();
+
+// Where a root supervisor of a subject of another uid records the scope named by `requested` (its base
+// name): inside the root-only directory when there is one, else `requested` itself.
+[[nodiscard]] std::string scope_location(const std::string& requested);
+// Where `cancel` finds it: the root-only directory's record of that name when there is one, else `requested`.
+[[nodiscard]] std::string find_scope(const std::string& requested);
+
+// After a trial: what its subject left running (everything below the supervisor but `keep_out`), so that the
+// next trial can stop it. Replaces the record.
+void record_leftovers(const std::string& directory, const std::vector<process_status>& left);
+
+// Before a trial: TERM, a short grace, then KILL to every recorded process still alive (same pid and start
+// time) and to every process of a recorded session; the record is then removed. Returns how many
+// processes were signalled.
+unsigned stop_leftovers(const std::string& directory);
+
+} // namespace maka_eval::in_container
