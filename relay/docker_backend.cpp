@@ -164,7 +164,19 @@ class docker_backend final : public backend {
         if (!facts || !facts->running) {
             co_return recovery::environment_gone;
         }
-        co_return co_await cancel_as_root(std::move(scope), budget);
+        const auto settled = co_await cancel_as_root(std::move(scope), budget);
+        // A container being killed still reads as running for a moment after its execs end: before calling
+        // the cancel a failure, watch its state for a short while.
+        asio::steady_timer timer(co_await asio::this_coro::executor);
+        for (int look = 0; settled == recovery::failed && look < 30; ++look) {
+            facts = co_await api_.inspect_container(container_);
+            if (!facts || !facts->running) {
+                co_return recovery::environment_gone;
+            }
+            timer.expires_after(std::chrono::milliseconds(100));
+            co_await timer.async_wait(as_tuple(use_awaitable));
+        }
+        co_return settled;
     }
 
     std::string scope_path(const std::string& name) const override {

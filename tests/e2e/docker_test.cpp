@@ -97,7 +97,8 @@ class container {
     // must fail the test, never pass it.
     // `prefix`: a command line starting with `command_line` counts too.
     [[nodiscard]] bool has_process(const std::string& command_line, bool prefix = false) const {
-        const auto r = exec("ps -o args");
+        // A zombie is dead (its args show as "[name]" in BusyBox ps, so it never matches a command line).
+        const auto r = exec("ps -o stat,args | grep -v '^ *Z' | sed 's/^ *[^ ]* *//'");
         REQUIRE(r.exit_code == 0);
         std::string_view rest = r.out;
         while (!rest.empty()) {
@@ -333,8 +334,7 @@ TEST_CASE("cancel: a TERM-ignoring subject and a setsid'd daemon are both gone, 
     trial t(in_container({}, "trap '' TERM; setsid sh -c 'trap \"\" TERM; exec sleep 3612' & sleep 3613"),
             c.relay_args({"--term-grace-ms", "300"}));
     t.wait_running(c.scope());
-    std::this_thread::sleep_for(200ms);
-    REQUIRE(c.has_process("sleep 3612"));
+    REQUIRE(eventually([&] { return c.has_process("sleep 3612"); }));
     t.signal(SIGTERM);
     const auto o = t.finish();
     CHECK(o.exit_code == relay::exit_cancelled);
@@ -369,10 +369,10 @@ TEST_CASE("a SIGKILLed relay leaves nothing running: the helper settles on stdin
     CHECK(c.running());
 }
 
-TEST_CASE("the container killed mid-run: a clear error, no hang") {
+TEST_CASE("the container killed mid-run: a clear error, no hang, and the container left for inspection") {
     require_engine();
     container c;
-    trial t(in_container({}, "sleep 3616"), c.relay_args());
+    trial t(in_container({}, "echo evidence; sleep 3616"), c.relay_args());
     t.wait_running(c.scope());
     const auto begun = std::chrono::steady_clock::now();
     REQUIRE(docker({"kill", c.name}).exit_code == 0);
@@ -380,6 +380,11 @@ TEST_CASE("the container killed mid-run: a clear error, no hang") {
     CHECK(std::chrono::steady_clock::now() - begun < 10s);
     CHECK(o.exit_code == relay::exit_environment);
     CHECK(o.relay_log.find("ended without a report") != std::string::npos);
+    INFO(o.relay_log);
+    CHECK(o.relay_log.find("left as it is for inspection") != std::string::npos);
+    CHECK(o.relay_log.find("destroy") == std::string::npos);
+    // Nothing runs any more, so nothing was destroyed: the artifacts are still there to look at.
+    REQUIRE(docker({"cp", c.name + ":/logs/artifacts/maka-subject.stdout.txt", "-"}).exit_code == 0);
 }
 
 TEST_CASE("errors name the problem: a missing container, a paused one") {
@@ -397,13 +402,94 @@ TEST_CASE("errors name the problem: a missing container, a paused one") {
     (void)docker({"unpause", c.name});
 }
 
+// The subject is hostile (README, security): what it can and cannot do to its supervisor and to later trials.
+
+TEST_CASE("security: a uid-1000 subject can neither kill nor stop its root supervisor, nor read it") {
+    require_engine();
+    container c({"--user", "1000:1000"});
+    trial t(in_container({},
+                         "id -u; kill -9 $PPID || echo kill-refused; kill -STOP $PPID || echo stop-refused; "
+                         "cat /proc/$PPID/environ >/dev/null 2>&1 || echo environ-refused; "
+                         "ls /proc/$PPID/fd >/dev/null 2>&1 || echo fd-refused; "
+                         "ls /logs/agent; \"$HELPER\" frame '{\"ok\":1}'"),
+            c.relay_args());
+    const auto o = t.finish();
+    CHECK(o.exit_code == relay::exit_success);
+    CHECK(executed_of(o).at("stdout").as_string() == "{\"ok\":1}");
+    CHECK(o.relay_log.find("supervisor=root") != std::string::npos);
+    const auto out = c.exec("cat /logs/artifacts/maka-subject.stdout.txt").out;
+    CHECK(out.starts_with(
+        "1000\nkill-refused\nstop-refused\nenviron-refused\nfd-refused\nMAKA-EVAL-RESULT-V1 "));
+    // The scope record is in the root-only directory, not where the subject could delete it.
+    CHECK(c.exec("ls /run/maka-eval", "1000").exit_code != 0);
+}
+
+TEST_CASE("security: a root subject that kills its supervisor is settled without destroying the container") {
+    require_engine();
+    container c;
+    trial t(in_container({}, "sleep 3620 & kill -9 $PPID; sleep 3621"), c.relay_args());
+    const auto o = t.finish(30000);
+    CHECK(o.exit_code == relay::exit_environment);
+    CHECK(o.relay_log.find("stopped through a fresh cancel") != std::string::npos);
+    CHECK(o.relay_log.find("destroy") == std::string::npos);
+    CHECK(c.running());
+    CHECK(c.no_process_soon("sleep 3620"));
+    CHECK(c.no_process_soon("sleep 3621"));
+}
+
+TEST_CASE(
+    "security: a uid-1000 subject runs with /logs/artifacts root-owned 755 or 1777; a symlink is refused") {
+    require_engine();
+    for (const std::string mode : {"755", "1777"}) {
+        CAPTURE(mode);
+        container c({"--user", "1000:1000"});
+        REQUIRE(c.exec("chown 0:0 /logs/artifacts && chmod " + mode + " /logs/artifacts").exit_code == 0);
+        trial t(in_container({}, "echo from-the-subject; \"$HELPER\" frame '{}'"), c.relay_args());
+        const auto o = t.finish();
+        CHECK(o.exit_code == relay::exit_success);
+        CHECK(c.exec("cat /logs/artifacts/maka-subject.stdout.txt").out.starts_with("from-the-subject\n"));
+        // Root's file, readable by the subject's group, writable by nobody else.
+        CHECK(c.exec("stat -c '%u:%g %a' /logs/artifacts/maka-subject.stdout.txt").out == "0:1000 640\n");
+    }
+    container c({"--user", "1000:1000"});
+    REQUIRE(
+        c.exec("rm -rf /logs/artifacts && mkdir /elsewhere && ln -s /elsewhere /logs/artifacts").exit_code ==
+        0);
+    trial t(in_container({}, "exit 0"), c.relay_args());
+    const auto o = t.finish();
+    CHECK(o.exit_code == relay::exit_environment);
+    CHECK(o.relay_log.find("could not prepare subject artifact output") != std::string::npos);
+    CHECK(c.exec("ls /elsewhere").out.empty());
+}
+
+TEST_CASE("security: what an earlier trial's subject left is stopped before the next one starts") {
+    require_engine();
+    container c;
+    // Trial 1 leaves a setsid'd writer holding the old stdout artifact through the drainer.
+    trial first(in_container({}, "setsid sh -c 'while :; do echo old-trial; sleep 0.1; done' & "
+                                 "exec sleep 3622 >/dev/null 2>&1 & \"$HELPER\" frame '{}'"),
+                c.relay_args({"--term-grace-ms", "300"}));
+    CHECK(first.finish().exit_code == relay::exit_success);
+    REQUIRE(c.has_process("sleep 3622"));
+    // --keep-leftovers: left alone.
+    trial kept(in_container({}, "\"$HELPER\" frame '{}'"), c.relay_args({"--keep-leftovers"}));
+    CHECK(kept.finish().exit_code == relay::exit_success);
+    CHECK(c.has_process("sleep 3622"));
+    trial second(in_container({}, "\"$HELPER\" frame '{}'"), c.relay_args());
+    const auto o = second.finish();
+    CHECK(o.exit_code == relay::exit_success);
+    CHECK(c.no_process_soon("sleep 3622"));
+    CHECK(c.no_process_soon("sh -c while :; do echo old-trial; sleep 0.1; done"));
+    // A fresh inode: trial 1's writer never reached trial 2's artifact.
+    CHECK(c.exec("cat /logs/artifacts/maka-subject.stdout.txt").out.find("old-trial") == std::string::npos);
+}
+
 TEST_CASE("a daemon started by a subject that exits normally survives, for the verifier") {
     require_engine();
     container c;
     trial t(in_container({}, "setsid sleep 3617 >/dev/null 2>&1 & \"$HELPER\" frame '{}'"), c.relay_args());
     const auto o = t.finish();
     CHECK(o.exit_code == relay::exit_success);
-    std::this_thread::sleep_for(300ms);
     CHECK(c.has_process("sleep 3617"));
 }
 

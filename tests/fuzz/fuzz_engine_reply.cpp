@@ -1,0 +1,34 @@
+// Fuzz the Docker engine reply readers: any body gives a value or a clear error (never an exception, never
+// an empty message), and a frame header is accepted only within the frame limit.
+#include "relay/engine_replies.hpp"
+
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    using namespace maka_eval::relay;
+    const std::string_view body(reinterpret_cast<const char*>(data), size);
+    if (auto facts = parse_container(body); !facts && facts.error().message.empty()) {
+        std::abort();
+    } else if (facts && facts->id.empty()) {
+        std::abort();
+    }
+    if (auto id = parse_exec_id(body); !id ? id.error().message.empty() : id->empty()) {
+        std::abort();
+    }
+    if (auto state = parse_exec_state(body);
+        state && state->exit_code && (*state->exit_code < 0 || *state->exit_code > 255)) {
+        std::abort();
+    }
+    (void)parse_first_container_id(body);
+    (void)parse_api_version(body);
+    (void)engine_message(body);
+    if (size >= 8) {
+        const auto header = parse_frame_header(body.substr(0, 8));
+        if (header && (header->size > exec_frame_limit_bytes || header->stream > 2)) {
+            std::abort();
+        }
+    }
+    return 0;
+}
