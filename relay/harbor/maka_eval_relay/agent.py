@@ -178,8 +178,10 @@ class RelayAgentCore:
                     await asyncio.wait_for(asyncio.shield(task), budget)
                 except asyncio.CancelledError:
                     cancelled = True
-                except Exception:
-                    pass
+                except asyncio.TimeoutError:
+                    _log.warning("maka-eval-relay: the bridge or log reader did not finish within %.0f s", budget)
+                except Exception:  # never lost: the trial goes on, but the failure is in the runner's log
+                    _log.exception("maka-eval-relay: the bridge or log reader failed")
                 task.cancel()
             if cancelled:
                 raise asyncio.CancelledError()
