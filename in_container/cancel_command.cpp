@@ -28,11 +28,6 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 constexpr int exit_not_running = 3;
 
-bool alive_as(pid_t pid, std::uint64_t start_time) {
-    const auto status = read_status(pid);
-    return status && status->start_time == start_time && status->state != 'Z' && status->state != 'X';
-}
-
 int finish(std::string_view outcome, clock_type::time_point begun, int code) {
     const auto waited =
         std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - begun).count();
@@ -48,7 +43,7 @@ std::vector<process_status> scope_members(const scope_record& record) {
     std::vector<process_status> out;
     for (const auto& p : all_processes()) {
         if ((p.pgid == record.pgid || p.sid == record.pgid) && p.start_time >= record.leader_start &&
-            p.state != 'Z' && p.state != 'X' && p.pid != ::getpid()) {
+            is_live(p) && p.pid != ::getpid()) {
             out.push_back(p);
         }
     }
@@ -57,13 +52,7 @@ std::vector<process_status> scope_members(const scope_record& record) {
 
 void signal_members(const std::vector<process_status>& members, int sig) {
     for (const auto& p : members) {
-        const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, p.pid, 0));
-        if (pidfd >= 0) {
-            if (alive_as(p.pid, p.start_time)) {
-                (void)::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0);
-            }
-            ::close(pidfd);
-        }
+        (void)signal_exact(p, sig);
     }
 }
 
@@ -100,8 +89,10 @@ int cancel_command(std::span<const std::string_view> args) {
         return finish("not-running", begun, exit_not_running);
     }
     const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, record->supervisor, 0));
+    // One look at the supervisor: whether it is the one recorded, alive, and not stopped.
     const auto supervisor = read_status(record->supervisor);
-    const bool supervisor_alive = pidfd >= 0 && alive_as(record->supervisor, record->supervisor_start);
+    const bool supervisor_alive = pidfd >= 0 && supervisor &&
+                                  supervisor->start_time == record->supervisor_start && is_live(*supervisor);
     if (supervisor_alive && supervisor->state != 'T' && supervisor->state != 't') {
         ::syscall(SYS_pidfd_send_signal, pidfd, SIGTERM, nullptr, 0);
         while (true) {

@@ -42,10 +42,10 @@ std::optional<std::string> read_all(int fd, std::size_t limit) {
     }
 }
 
-int open_retry(const std::string& path, int flags, unsigned mode) {
+int open_retry(const std::string& path, int flags, unsigned mode, int directory) {
     int fd = -1;
     do {
-        fd = ::open(path.c_str(), flags | O_CLOEXEC, static_cast<mode_t>(mode));
+        fd = ::openat(directory, path.c_str(), flags | O_CLOEXEC, static_cast<mode_t>(mode));
     } while (fd < 0 && errno == EINTR);
     return fd;
 }

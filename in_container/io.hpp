@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <fcntl.h>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,8 +15,9 @@ bool write_all(int fd, std::string_view data);
 std::optional<std::string> read_all(int fd, std::size_t limit);
 // Reads a whole file (O_CLOEXEC, O_NOFOLLOW not implied), at most `limit` bytes.
 std::optional<std::string> read_file(const std::string& path, std::size_t limit);
-// open(2) retried on EINTR; O_CLOEXEC is always added. -1 with errno on failure.
-int open_retry(const std::string& path, int flags, unsigned mode = 0);
+// openat(2) retried on EINTR; O_CLOEXEC is always added. -1 with errno on failure. `directory`: a descriptor
+// for a relative `path` (AT_FDCWD: the working directory).
+int open_retry(const std::string& path, int flags, unsigned mode = 0, int directory = AT_FDCWD);
 // Closes every descriptor above stderr (close_range, or one by one where the kernel lacks it).
 void close_inherited_descriptors();
 // A message on stderr, one line, prefixed with the program name.

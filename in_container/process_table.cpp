@@ -6,6 +6,8 @@
 #include <charconv>
 #include <dirent.h>
 #include <map>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 namespace maka_eval::in_container {
 namespace {
@@ -47,6 +49,20 @@ std::optional<process_status> parse_stat_line(const std::string& line) {
         return std::nullopt;
     }
     return status;
+}
+
+bool signal_exact(const process_status& target, int sig) {
+    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, target.pid, 0));
+    if (pidfd < 0) {
+        return false;
+    }
+    const auto now = read_status(target.pid);
+    bool sent = false;
+    if (now && now->start_time == target.start_time && is_live(*now)) {
+        sent = ::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0) == 0;
+    }
+    ::close(pidfd);
+    return sent;
 }
 
 std::optional<process_status> read_status(pid_t pid, const std::string& proc_root) {

@@ -22,6 +22,15 @@ struct process_status {
     std::uint64_t start_time = 0; // clock ticks after boot
 };
 
+// Alive: neither a zombie nor dead. `kill(pid, 0)` cannot tell, since it succeeds on a zombie.
+[[nodiscard]] inline bool is_live(const process_status& p) {
+    return p.state != 'Z' && p.state != 'X';
+}
+
+// Sends `sig` only to the very process seen: its pid pinned by a pidfd first, then checked to still have the
+// start time seen and to be live. False when it is gone (or was never signalled).
+bool signal_exact(const process_status& target, int sig);
+
 // /proc/<pid>/stat, parsed (the command name may hold spaces and parentheses).
 [[nodiscard]] std::optional<process_status> read_status(pid_t pid, const std::string& proc_root = "/proc");
 [[nodiscard]] std::optional<process_status> parse_stat_line(const std::string& line);

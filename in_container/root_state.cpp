@@ -3,6 +3,7 @@
 
 #include "in_container/io.hpp"
 
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -11,15 +12,21 @@
 #include <set>
 #include <sstream>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace maka_eval::in_container {
 namespace {
 
 constexpr std::string_view leftovers_name = "leftovers";
+// In order of preference; /tmp only for images without a writable /run.
+constexpr std::array<const char*, 2> state_candidates = {"/run/maka-eval", "/tmp/.maka-eval-state"};
 constexpr auto leftover_term_grace = std::chrono::milliseconds(2000);
 constexpr auto leftover_kill_grace = std::chrono::milliseconds(2000);
+
+std::string base_name(const std::string& path) {
+    const auto slash = path.rfind('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+}
 
 bool usable(const std::string& path) {
     if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
@@ -32,23 +39,6 @@ bool usable(const std::string& path) {
     return (info.st_mode & 077) == 0 || ::chmod(path.c_str(), 0700) == 0;
 }
 
-bool alive(const process_status& p) {
-    return p.state != 'Z' && p.state != 'X';
-}
-
-// Sends `sig` to the process only if it is still the one seen (pid pinned by a pidfd, start time checked).
-void signal_exact(const process_status& target, int sig) {
-    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, target.pid, 0));
-    if (pidfd < 0) {
-        return;
-    }
-    const auto now = read_status(target.pid);
-    if (now && now->start_time == target.start_time && alive(*now)) {
-        (void)::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0);
-    }
-    ::close(pidfd);
-}
-
 } // namespace
 
 std::optional<std::string> root_state_directory() {
@@ -56,7 +46,7 @@ std::optional<std::string> root_state_directory() {
         return std::nullopt;
     }
     (void)::mkdir("/run", 0755); // FHS; a FROM-scratch image may lack it
-    for (const char* candidate : {"/run/maka-eval", "/tmp/.maka-eval-state"}) {
+    for (const char* candidate : state_candidates) {
         if (usable(candidate)) {
             return std::string(candidate);
         }
@@ -64,23 +54,16 @@ std::optional<std::string> root_state_directory() {
     return std::nullopt;
 }
 
-std::string scope_location(const std::string& requested) {
-    const auto directory = root_state_directory();
-    if (!directory || requested.empty()) {
-        return requested;
-    }
-    const auto slash = requested.rfind('/');
-    return *directory + "/" + (slash == std::string::npos ? requested : requested.substr(slash + 1));
+std::string scope_location(const std::string& directory, const std::string& requested) {
+    return requested.empty() ? requested : directory + "/" + base_name(requested);
 }
 
 std::string find_scope(const std::string& requested) {
     if (::geteuid() != 0 || requested.empty()) {
         return requested;
     }
-    const auto slash = requested.rfind('/');
-    for (const char* candidate : {"/run/maka-eval", "/tmp/.maka-eval-state"}) {
-        std::string path = std::string(candidate) + "/" +
-                           (slash == std::string::npos ? requested : requested.substr(slash + 1));
+    for (const char* candidate : state_candidates) {
+        std::string path = scope_location(candidate, requested);
         struct stat info {};
         if (::lstat(candidate, &info) == 0 && S_ISDIR(info.st_mode) && info.st_uid == 0 &&
             ::lstat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode)) {
@@ -94,7 +77,7 @@ void record_leftovers(const std::string& directory, const std::vector<process_st
     const std::string path = directory + "/" + std::string(leftovers_name);
     std::ostringstream text;
     for (const auto& p : left) {
-        if (alive(p)) {
+        if (is_live(p)) {
             text << p.pid << ' ' << p.start_time << ' ' << p.sid << '\n';
         }
     }
@@ -132,7 +115,7 @@ unsigned stop_leftovers(const std::string& directory) {
     // belongs to a process that was not recorded (a new session that reused the number).
     const auto self = read_status(::getpid());
     for (const auto& p : all_processes()) {
-        if (p.pid == p.sid && sessions.contains(p.sid) && alive(p) &&
+        if (p.pid == p.sid && sessions.contains(p.sid) && is_live(p) &&
             !recorded.contains({p.pid, p.start_time})) {
             sessions.erase(p.sid);
         }
@@ -143,7 +126,7 @@ unsigned stop_leftovers(const std::string& directory) {
     auto victims = [&] {
         std::vector<process_status> out;
         for (const auto& p : all_processes()) {
-            if (p.pid > 1 && p.pid != ::getpid() && alive(p) &&
+            if (p.pid > 1 && p.pid != ::getpid() && is_live(p) &&
                 (recorded.contains({p.pid, p.start_time}) || sessions.contains(p.sid))) {
                 out.push_back(p);
             }

@@ -20,14 +20,13 @@ namespace maka_eval::in_container {
 // The root-only directory, made if missing; nullopt when not root or no candidate is usable.
 [[nodiscard]] std::optional<std::string> root_state_directory();
 
-// Where a root supervisor of a subject of another uid records the scope named by `requested` (its base
-// name): inside the root-only directory when there is one, else `requested` itself.
-[[nodiscard]] std::string scope_location(const std::string& requested);
+// Where a root supervisor of a subject of another uid records the scope named by `requested`: its base name
+// inside the root-only `directory`.
+[[nodiscard]] std::string scope_location(const std::string& directory, const std::string& requested);
 // Where `cancel` finds it: the root-only directory's record of that name when there is one, else `requested`.
 [[nodiscard]] std::string find_scope(const std::string& requested);
 
-// After a trial: what its subject left running (everything below the supervisor but `keep_out`), so that the
-// next trial can stop it. Replaces the record.
+// After a trial: what its subject left running, so that the next trial can stop it. Replaces the record.
 void record_leftovers(const std::string& directory, const std::vector<process_status>& left);
 
 // Before a trial: TERM, a short grace, then KILL to every recorded process still alive (same pid and start

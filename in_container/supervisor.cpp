@@ -23,7 +23,6 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,29 +67,11 @@ int open_artifact(int directory, std::string_view name_view, gid_t group) {
     if (::unlinkat(directory, name.c_str(), 0) != 0 && errno != ENOENT) {
         return -1;
     }
-    int fd = -1;
-    do {
-        fd = ::openat(directory, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
-    } while (fd < 0 && errno == EINTR);
+    const int fd = open_retry(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0640, directory);
     if (fd >= 0 && ::geteuid() == 0 && group != 0) {
         (void)::fchown(fd, 0, group);
     }
     return fd;
-}
-
-// pidfd-based signalling: the pid is pinned first, then checked to still be the process that was seen.
-bool signal_exact(const process_status& target, int sig) {
-    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, target.pid, 0));
-    if (pidfd < 0) {
-        return false;
-    }
-    const auto now = read_status(target.pid);
-    bool sent = false;
-    if (now && now->start_time == target.start_time && now->state != 'Z') {
-        sent = ::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0) == 0;
-    }
-    ::close(pidfd);
-    return sent;
 }
 
 struct output_stream {
@@ -102,19 +83,21 @@ struct output_stream {
     std::uint64_t written = 0; // what went to disk: at most the artifact limit
     std::uint64_t limit = contracts::default_artifact_limit_bytes;
     bool artifact_failed = false;
+    bool cut = false; // a byte was dropped at the limit (said once in the log)
 
     // Keeps what fits under the limit; false only when the file cannot be written.
     bool keep(std::string_view chunk) {
-        if (artifact_failed || written >= limit) {
+        if (artifact_failed) {
             return true;
         }
         const auto room = static_cast<std::size_t>(std::min<std::uint64_t>(limit - written, chunk.size()));
-        if (!write_all(artifact, chunk.substr(0, room))) {
+        if (room > 0 && !write_all(artifact, chunk.substr(0, room))) {
             artifact_failed = true;
             return false;
         }
         written += room;
-        if (written == limit && room < chunk.size()) {
+        if (room < chunk.size() && !cut) {
+            cut = true;
             log_line(path + " reached its limit of " + std::to_string(limit) +
                      " bytes: the rest is counted and hashed, not kept");
         }
@@ -201,10 +184,16 @@ boost::system::result<void, supervision_error> supervision::prepare() {
             return supervision_error{"spawn-failed", identity.error()};
         }
         identity_ = std::move(*identity);
-        // A subject of another uid must not delete or rewrite the record a cancel relies on.
-        if (identity_->uid != ::geteuid()) {
-            request_.scope_path = scope_location(request_.scope_path);
-        }
+    }
+    // The root-only directory, looked up (and made) once, and only when something needs it: the record of
+    // leftovers, and the scope of a subject of another uid, which must not delete or rewrite what a cancel
+    // relies on. (On the relay's own host, as root, nothing is recorded there.)
+    const bool other_uid = identity_ && identity_->uid != ::geteuid();
+    if (!request_.keep_leftovers || other_uid) {
+        state_directory_ = root_state_directory();
+    }
+    if (state_directory_ && other_uid) {
+        request_.scope_path = scope_location(*state_directory_, request_.scope_path);
     }
     const std::string dir =
         request_.artifacts_dir.empty() ? std::string(contracts::artifacts_directory) : request_.artifacts_dir;
@@ -227,7 +216,6 @@ boost::system::result<void, supervision_error> supervision::prepare() {
                                           : std::strerror(error))};
     }
     ::close(directory);
-    state_directory_ = root_state_directory();
     if (state_directory_ && !request_.keep_leftovers) {
         (void)stop_leftovers(*state_directory_);
     }
@@ -523,7 +511,7 @@ void supervision::signal_scope(int sig) {
         signalled_.insert(spawned_.pid);
     }
     for (const auto& process : descendants) {
-        if (process.state == 'Z' || process.state == 'X') {
+        if (!is_live(process)) {
             continue;
         }
         if (process.pgid == spawned_.pid ? group_signalled : signal_exact(process, sig)) {
@@ -537,7 +525,7 @@ bool supervision::scope_quiet() const {
         return false;
     }
     for (const auto& process : descendants_of(::getpid())) {
-        if (process.state != 'Z' && process.state != 'X') {
+        if (is_live(process)) {
             return false;
         }
     }
@@ -652,7 +640,6 @@ boost::system::result<contracts::report_message, supervision_error> supervise(co
         request.scope_path =
             std::string(contracts::scope_directory) + "/.maka-eval-" + std::to_string(::getpid()) + ".pid";
     }
-
     supervision s(request, io);
     return s.run();
 }

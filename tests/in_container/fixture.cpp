@@ -48,12 +48,12 @@ std::string read_text(const std::string& path) {
 
 bool process_alive(pid_t pid) {
     const auto status = in_container::read_status(pid);
-    return status && status->state != 'Z' && status->state != 'X';
+    return status && in_container::is_live(*status);
 }
 
 bool group_alive(pid_t pgid) {
     for (const auto& p : in_container::all_processes()) {
-        if (p.pgid == pgid && p.state != 'Z' && p.state != 'X') {
+        if (p.pgid == pgid && in_container::is_live(p)) {
             return true;
         }
     }

@@ -45,10 +45,7 @@ pid_t read_pid(const std::string& path) {
 }
 
 bool gone_soon(pid_t pid) {
-    for (int i = 0; i < 200 && process_alive(pid); ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return !process_alive(pid);
+    return eventually([pid] { return !process_alive(pid); }, 2000);
 }
 
 TEST_CASE("hello carries the probe: cwd, ids, capability sets, network namespace") {
