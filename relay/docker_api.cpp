@@ -310,11 +310,14 @@ docker_api::find_compose_container(std::string project, std::string service) {
     }
     auto id = parse_first_container_id(response->body);
     if (!id) {
-        co_return docker_error{id.error().message.empty() ? "no running container for service " + service +
-                                                                " of compose project " + project
-                                                          : id.error().message};
+        co_return docker_error{id.error().message};
     }
-    co_return boost::system::result<std::string, docker_error>(boost::system::in_place_value, std::move(*id));
+    if (!*id) {
+        co_return docker_error{"no running container for service " + service + " of compose project " +
+                               project};
+    }
+    co_return boost::system::result<std::string, docker_error>(boost::system::in_place_value,
+                                                               std::move(**id));
 }
 
 asio::awaitable<boost::system::result<std::unique_ptr<exec_stream>, docker_error>>

@@ -74,22 +74,22 @@ boost::system::result<std::string, engine_reply_error> parse_exec_id(std::string
                                                                   std::move(*id));
 }
 
-boost::system::result<std::string, engine_reply_error> parse_first_container_id(std::string_view body) {
+boost::system::result<std::optional<std::string>, engine_reply_error>
+parse_first_container_id(std::string_view body) {
     boost::system::error_code ec;
     auto value = json::parse(body, ec);
     if (ec || !value.is_array()) {
         return engine_reply_error{"the Docker engine sent an unreadable container list"};
     }
     if (value.get_array().empty()) {
-        return engine_reply_error{""}; // no match: the caller says what it looked for
+        return std::optional<std::string>(); // no match: the caller says what it looked for
     }
     const auto& first = value.get_array().front();
     auto id = first.is_object() ? text_at(first.get_object(), "Id") : std::nullopt;
     if (!id || id->empty()) {
         return engine_reply_error{"the Docker engine's container list has an entry without an Id"};
     }
-    return boost::system::result<std::string, engine_reply_error>(boost::system::in_place_value,
-                                                                  std::move(*id));
+    return id;
 }
 
 boost::system::result<exec_state, engine_reply_error> parse_exec_state(std::string_view body) {
@@ -115,10 +115,8 @@ std::optional<std::string> parse_api_version(std::string_view body) {
 }
 
 std::string engine_message(std::string_view body) {
-    boost::system::error_code ec;
-    auto value = json::parse(body, ec);
-    if (!ec && value.is_object()) {
-        if (auto message = text_at(value.get_object(), "message")) {
+    if (auto object = object_of(body, "error")) {
+        if (auto message = text_at(*object, "message")) {
             return *message;
         }
     }

@@ -37,8 +37,8 @@ parse_container(std::string_view body);
 // POST /containers/{id}/exec: the new exec's id.
 [[nodiscard]] boost::system::result<std::string, engine_reply_error> parse_exec_id(std::string_view body);
 
-// GET /containers/json: the first container's id (the list is already filtered).
-[[nodiscard]] boost::system::result<std::string, engine_reply_error>
+// GET /containers/json: the first container's id (the list is already filtered); nullopt for an empty list.
+[[nodiscard]] boost::system::result<std::optional<std::string>, engine_reply_error>
 parse_first_container_id(std::string_view body);
 
 // GET /exec/{id}/json: whether it still runs, and its exit code once it does not.

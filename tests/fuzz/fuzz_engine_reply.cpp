@@ -21,7 +21,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         state && state->exit_code && (*state->exit_code < 0 || *state->exit_code > 255)) {
         std::abort();
     }
-    (void)parse_first_container_id(body);
+    if (auto first = parse_first_container_id(body);
+        !first ? first.error().message.empty() : *first && (*first)->empty()) {
+        std::abort();
+    }
     (void)parse_api_version(body);
     (void)engine_message(body);
     if (size >= 8) {
