@@ -114,7 +114,14 @@ class trial : public std::enable_shared_from_this<trial> {
     asio::awaitable<std::optional<contracts::report_message>> settle(const std::string& reason);
     // The helper vanished: settles the scope through the backend, destroys as the last resort, and says what
     // happened for the outcome.
-    asio::awaitable<std::string> recover(const std::string& scope);
+    asio::awaitable<std::string> recover();
+    // Settling gets the teardown budget less the stop reserve, min(20 s, 20 %); destroy the rest.
+    [[nodiscard]] milliseconds settle_span() const {
+        const auto budget = milliseconds(config_.common.teardown_timeout_ms);
+        return std::max(milliseconds(1), budget - std::min(milliseconds(20'000), budget / 5));
+    }
+    // The last resort: the helper is ended and the environment destroyed, within what is left until `until`.
+    asio::awaitable<void> destroy_by(clock_type::time_point until);
     asio::awaitable<trial_outcome> cancelled(const contracts::execute_request& request, int signal);
     asio::awaitable<trial_outcome> await_decision();
     void finish();
@@ -326,10 +333,9 @@ asio::awaitable<trial_outcome> trial::prepare_and_run() {
     if (!hello->cwd.starts_with("/") || hello->cwd.find('\0') != std::string::npos) {
         co_return outcome(exit_environment, "Maka Eval could not resolve the task working directory");
     }
-    // Whether the subject can reach its supervisor: only a root supervisor over a non-root subject is out
-    // of its reach (a root subject can signal anything in its PID namespace).
-    // "root": out of the subject's reach; "same-uid": no root exec here, within its reach; "root-subject":
-    // a root subject can signal anything in its PID namespace. README, security, says what each guarantees.
+    // Whether the subject can reach its supervisor. "root": out of the subject's reach; "same-uid": no root
+    // exec here, within its reach; "root-subject": a root subject can signal anything in its PID namespace.
+    // README, security, says what each guarantees.
     const char* supervision = hello->supervisor_uid == 0 && hello->uid != 0 ? "root"
                               : hello->uid == 0                             ? "root-subject"
                                                                             : "same-uid";
@@ -503,7 +509,7 @@ asio::awaitable<trial_outcome> trial::supervise(const contracts::execute_request
             // The helper died without a report: killed from inside (a root subject can), or the container
             // was killed, or the engine went away. Settle without it, and destroy only if that fails.
             log_.error("the helper session ended without a report");
-            const auto recovered = co_await recover(run.scope_path);
+            const auto recovered = co_await recover();
             co_return outcome(exit_environment, "Maka Eval subject execution failed: " + recovered);
         }
         if (e->what == event::kind::signal) {
@@ -552,10 +558,8 @@ asio::awaitable<trial_outcome> trial::await_decision() {
 
 asio::awaitable<std::optional<contracts::report_message>> trial::settle(const std::string& reason) {
     const auto begun = clock_type::now();
-    const auto budget = milliseconds(config_.common.teardown_timeout_ms);
-    const auto reserve = std::min<milliseconds>(milliseconds(20'000), budget / 5);
-    const auto settle_deadline = begun + std::max<milliseconds>(milliseconds(1), budget - reserve);
-    const auto final_deadline = begun + budget;
+    const auto settle_deadline = begun + settle_span();
+    const auto final_deadline = begun + milliseconds(config_.common.teardown_timeout_ms);
     log_.phase("settle", {{"reason", reason}});
     // Even if the helper can no longer be asked, its report may already be on the way: keep listening.
     std::string cancel = contracts::serialize(contracts::cancel_request{reason});
@@ -564,7 +568,7 @@ asio::awaitable<std::optional<contracts::report_message>> trial::settle(const st
         auto e = co_await next(settle_deadline);
         if (e && e->what == event::kind::helper_closed) {
             log_.error("the helper session ended without a report while settling");
-            const auto recovered = co_await recover(scope_path_);
+            const auto recovered = co_await recover();
             log_.error(recovered);
             co_return std::nullopt;
         }
@@ -594,19 +598,20 @@ asio::awaitable<std::optional<contracts::report_message>> trial::settle(const st
         }
     }
     // Settling failed or ran out of time: destroy, within what is left of the budget.
-    log_.phase("destroy");
-    session_->kill();
-    const auto left = std::chrono::duration_cast<milliseconds>(final_deadline - clock_type::now());
-    co_await env_.destroy(pgid_, std::max(left, milliseconds(1)));
+    co_await destroy_by(final_deadline);
     co_return std::nullopt;
 }
 
-asio::awaitable<std::string> trial::recover(const std::string& scope) {
-    const auto budget = milliseconds(config_.common.teardown_timeout_ms);
-    const auto reserve = std::min<milliseconds>(milliseconds(20'000), budget / 5);
-    const auto begun = clock_type::now();
-    const auto outcome =
-        co_await env_.recover(pgid_, scope, std::max<milliseconds>(milliseconds(1), budget - reserve));
+asio::awaitable<void> trial::destroy_by(clock_type::time_point until) {
+    log_.phase("destroy");
+    session_->kill();
+    const auto left = std::chrono::duration_cast<milliseconds>(until - clock_type::now());
+    co_await env_.destroy(pgid_, std::max(left, milliseconds(1)));
+}
+
+asio::awaitable<std::string> trial::recover() {
+    const auto final_deadline = clock_type::now() + milliseconds(config_.common.teardown_timeout_ms);
+    const auto outcome = co_await env_.recover(pgid_, scope_path_, settle_span());
     switch (outcome) {
     case recovery::settled:
         log_.phase("recovered", {{"how", "cancel without the supervisor"}});
@@ -619,10 +624,7 @@ asio::awaitable<std::string> trial::recover(const std::string& scope) {
     case recovery::failed:
         break;
     }
-    log_.phase("destroy");
-    session_->kill();
-    const auto left = std::chrono::duration_cast<milliseconds>(begun + budget - clock_type::now());
-    co_await env_.destroy(pgid_, std::max(left, milliseconds(1)));
+    co_await destroy_by(final_deadline);
     co_return "the helper session ended without a report and the subject could not be settled without it; "
               "the environment was destroyed";
 }
