@@ -12,7 +12,6 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
-#include <thread>
 
 #include <doctest/doctest.h>
 #include <openssl/evp.h>
@@ -115,10 +114,7 @@ class container {
         return false;
     }
     [[nodiscard]] bool no_process_soon(const std::string& marker, bool prefix = false) const {
-        for (int i = 0; i < 100 && has_process(marker, prefix); ++i) {
-            std::this_thread::sleep_for(50ms);
-        }
-        return !has_process(marker, prefix);
+        return eventually([&] { return !has_process(marker, prefix); }, 5000);
     }
     std::string name;
 };
