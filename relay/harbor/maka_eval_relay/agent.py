@@ -330,8 +330,14 @@ class _Bridge:
 
     async def _abandoned(self) -> None:
         """The relay is gone. An exec it left in flight with an ``onAbandon`` command (the subject's run)
-        gets that command (``maka-eval-helper cancel``), so nothing it started outlives it."""
+        gets that command (``maka-eval-helper cancel``), so nothing it started outlives it. A ``stop`` it
+        asked for (the last resort, destroy) is finished, never cancelled: the relay may have stopped
+        waiting for it when its teardown budget ran out, but the environment must still go."""
         for task, request in list(self._pending.values()):
+            if request.get("op") == "stop" and not task.done():
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait_for(asyncio.shield(task), ABANDON_SEC)
+                continue
             command = request.get("onAbandon")
             if command and not task.done():
                 _log.warning("maka-eval-relay left a run in flight: settling it")

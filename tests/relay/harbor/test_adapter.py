@@ -265,6 +265,22 @@ class Scenarios:
         self.assertIn('"phase":"destroy"', t.relay_log())
         self.assertNotEqual(docker("inspect", t.container, check=False).returncode, 0)  # removed
 
+    def test_a_destroy_the_relay_stopped_waiting_for_still_completes(self):
+        # The relay bounds its stop(delete=True) by what is left of the budget (here about 0.4 s): a runner
+        # whose stop takes longer must still remove the environment after the relay has gone.
+        t = Trial(self, self.module, "trap '' TERM; touch /tmp/trapped; sleep 3606", teardown_ms=2000)
+        stop = t.env.stop
+
+        async def slow_stop(delete: bool) -> None:
+            await asyncio.sleep(1.5)
+            await stop(delete)
+
+        t.env.stop = slow_stop
+        with self.assertRaises(asyncio.CancelledError):
+            asyncio.run(t.cancel_when_running(marker="/tmp/trapped"))
+        self.assertIn('"phase":"destroy"', t.relay_log())
+        self.assertNotEqual(docker("inspect", t.container, check=False).returncode, 0)  # removed
+
     def test_the_runners_wait_for_sees_the_timeout(self):
         # Harbor 0.20 runs the agent under asyncio.wait_for (Pier alike): a swallowed cancellation would return normally.
         t = Trial(self, self.module, "sleep 3602")
