@@ -34,6 +34,9 @@ contracts::run_request scratch::request(std::vector<std::string> argv) const {
     r.result_token = result_token;
     r.scope_path = scope();
     r.artifacts_dir = artifacts();
+    // On the host, as for the local backend: the machine's state directory is shared by every test running
+    // in parallel, and a clean start would stop another test's subjects.
+    r.keep_leftovers = true;
     const std::string helper_dir = std::filesystem::path(helper_binary).parent_path().string();
     r.environment = {{"PATH", helper_dir + ":/usr/bin:/bin"}};
     return r;

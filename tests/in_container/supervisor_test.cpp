@@ -122,8 +122,7 @@ TEST_CASE("background holders of the pipes delay the report only by the drain ti
     CHECK(std::chrono::steady_clock::now() - begun < std::chrono::milliseconds(500));
     CHECK(report.stdout_artifact.bytes == 6);
     CHECK(s.process.wait() == 0); // the session ends although the background writer lives on
-    std::this_thread::sleep_for(std::chrono::milliseconds(900));
-    CHECK(read_text(dir.artifact(true)) == "early\nlate\n");
+    CHECK(eventually([&] { return read_text(dir.artifact(true)) == "early\nlate\n"; }));
 }
 
 TEST_CASE("cancel stops a TERM-ignoring subject and its setsid'd grandchild") {
@@ -157,11 +156,12 @@ TEST_CASE("cancel stops a TERM-ignoring subject and its setsid'd grandchild") {
 TEST_CASE("a TERM-respecting subject settles at once and a frame printed while stopping passes through") {
     scratch dir;
     session s;
+    const std::string trapped = (dir.path() / "trapped").string();
     s.start(dir.request({"sh", "-c",
-                         "trap 'maka-eval-helper frame \"{\\\"stopped\\\":1}\"; exit 0' TERM; "
-                         "while :; do sleep 0.05; done"}));
+                         "trap 'maka-eval-helper frame \"{\\\"stopped\\\":1}\"; exit 0' TERM; touch " +
+                             trapped + "; while :; do sleep 0.05; done"}));
     started_of(s.next());
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    REQUIRE(eventually([&] { return std::filesystem::exists(trapped); })); // the trap is in place
     s.process.send(contracts::serialize(contracts::cancel_request{"cancel"}));
     const auto report = report_of(s.next(), true);
     CHECK(report.exit_code == 0);

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import glob
 import hashlib
 import json
 import os
@@ -135,6 +134,28 @@ class UnitTest(unittest.TestCase):
         self.assertIn("pier environments have no service_exec", reply["error"])
 
 
+def private_tempdir(test: unittest.TestCase) -> str:
+    """A temporary directory for this test alone, used by the adapter (tempfile) and the relay (TMPDIR).
+
+    Other tests running in parallel write their own ``maka-eval-*`` files into the shared /tmp, so "nothing
+    left on the host" can only be judged in a directory nobody else uses.
+    """
+    private = tempfile.mkdtemp(prefix="adapter-test-")
+    saved_env, saved_tempdir = os.environ.get("TMPDIR"), tempfile.tempdir
+
+    def restore() -> None:
+        tempfile.tempdir = saved_tempdir
+        if saved_env is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = saved_env
+        shutil.rmtree(private, True)
+
+    test.addCleanup(restore)
+    os.environ["TMPDIR"] = tempfile.tempdir = private
+    return private
+
+
 class Trial:
     """One container, one orchestrator double, one agent."""
 
@@ -199,8 +220,8 @@ class Scenarios:
         completed = frame('{"status":"completed"}')
         script = (f'echo noise; echo to-stderr >&2; [ "$SECRET_KEY" = {CREDENTIAL} ] && echo credential-ok; '
                   f"echo '{completed}'")
+        host_tmp = private_tempdir(self)
         t = Trial(self, self.module, script)
-        host_files = set(glob.glob(os.path.join(tempfile.gettempdir(), "maka-eval-*")))
         self.assertIsNone(t.run())
         transcript = t.orchestrator.transcript()
         self.assertEqual(transcript["ready"]["instruction"], "do the task")
@@ -217,7 +238,7 @@ class Scenarios:
         self.assertEqual(t.sh("cat /logs/artifacts/maka-subject.stderr.txt").stdout, "to-stderr\n")
         # The run request (credentials) was unlinked, the scope file removed; nothing on the host either.
         self.assertEqual(t.sh("ls -a /tmp /logs/agent | grep maka-eval || true").stdout, "")
-        self.assertEqual(set(glob.glob(os.path.join(tempfile.gettempdir(), "maka-eval-*"))) - host_files, set())
+        self.assertEqual([name for name in os.listdir(host_tmp) if name.startswith("maka-eval")], [])
         self.assertNotIn(CREDENTIAL, t.relay_log())
         self.assertNotIn(t.token, t.relay_log())
         self.assertIn('"backend":"bridge', t.relay_log())
