@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Runs a command of the project (default: the whole test suite) in a clean Debian 12 container whose PID 1
+# reaps (`docker run --init`), on a copy of the committed tree: what a fresh machine and CI would see.
+#
+# Why: this development machine's PID 1 never reaps, so a killed process stays a zombie here; and a green run
+# on a machine that already has every package installed can hide a missing install step. No registry is
+# reachable, so the image is a debootstrap'd minimal bookworm, imported once and cached as
+# maka-eval-clean:bookworm. The container is privileged because the suite starts its own dockerd inside it.
+#
+# Usage (as root, with an engine running): bash scripts/clean-room.sh [COMMAND...]
+#   default COMMAND: bash scripts/test.sh
+#   MAKA_CLEAN_REF=<git ref> picks what to copy (default HEAD; uncommitted changes are never included)
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+image=maka-eval-clean:bookworm
+if ! docker image inspect "$image" >/dev/null 2>&1; then
+  ensure_packages debootstrap
+  rootfs=$(mktemp -d /var/tmp/maka-clean-XXXXXX)
+  trap 'rm -rf "$rootfs"' EXIT
+  say "debootstrap a minimal bookworm (once)"
+  debootstrap --variant=minbase bookworm "$rootfs" http://deb.debian.org/debian >/dev/null
+  tar -C "$rootfs" -c . | docker import - "$image" >/dev/null
+fi
+
+tree=$(mktemp -d /var/tmp/maka-tree-XXXXXX)
+git -C "$MAKA_ROOT" archive "${MAKA_CLEAN_REF:-HEAD}" | tar -C "$tree" -x
+(($# > 0)) || set -- bash scripts/test.sh
+say "in a clean container (--init): $*"
+status=0
+# The inner dockerd keeps its images on a volume: the container's own overlay root cannot hold overlay2.
+docker run --rm --init --privileged --tmpfs /var/lib/docker:exec \
+  -v "$tree:/src" -w /src "$image" "$@" || status=$?
+rm -rf "$tree"
+exit $status
