@@ -7,18 +7,19 @@
 #include "contracts/session_messages.hpp"
 #include "policy/egress_gate.hpp"
 #include "relay/bridge_channel.hpp"
+#include "relay/log.hpp"
 #include "relay/loopback_orchestrator.hpp"
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <memory>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/channel.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -145,18 +146,22 @@ class staged_request {
     std::string file_;
 };
 
-class bridge_backend;
-
-class bridge_session final : public helper_session {
+// One emulated helper session: its state, and the coroutines that upload, run and cancel for it.
+//
+// Those coroutines wait on the runner for as long as the subject runs, and the trial may end first (the
+// environment destroyed, the `stop` answered before the run exec). So the state is shared: each coroutine
+// holds it until it returns, and the trial's handle (bridge_session) only marks it abandoned. The bridge
+// channel they call outlives them all: it belongs to the backend, which outlives the io_context's run.
+class bridge_run : public std::enable_shared_from_this<bridge_run> {
   public:
-    bridge_session(bridge_channel& bridge, std::string helper, const contracts::hello_message& hello,
-                   std::string hello_line, asio::any_io_executor executor)
+    bridge_run(bridge_channel& bridge, std::string helper, const contracts::hello_message& hello,
+               std::string hello_line, asio::any_io_executor executor)
         : bridge_(bridge), helper_(std::move(helper)), uid_(hello.uid), gid_(hello.gid),
           executor_(std::move(executor)), lines_(executor_, 16) {
         deliver(std::move(hello_line));
     }
 
-    asio::awaitable<bool> send(std::string line) override {
+    asio::awaitable<bool> send(std::string line) {
         if (killed_) {
             co_return false;
         }
@@ -176,14 +181,14 @@ class bridge_session final : public helper_session {
             state_ = state::staging;
             scope_ = run->scope_path;
             grace_ms_ = std::uint64_t{run->term_grace_ms} + run->kill_grace_ms + 5000;
-            asio::co_spawn(executor_, start(std::move(line)), asio::detached);
+            spawn(start(std::move(line)), "the run");
         } else if (std::holds_alternative<contracts::cancel_request>(*message)) {
             begin_cancel();
         }
         co_return true;
     }
 
-    asio::awaitable<std::optional<std::string>> receive() override {
+    asio::awaitable<std::optional<std::string>> receive() {
         auto [ec, line] = co_await lines_.async_receive(as_tuple(use_awaitable));
         if (ec) {
             co_return std::nullopt;
@@ -193,7 +198,7 @@ class bridge_session final : public helper_session {
 
     // No stdin to close: the equivalent of the dead-man switch is to have a running subject settled (its
     // run then ends the session); with no subject, the session simply ends.
-    void close_input() override {
+    void close_input() {
         if (state_ == state::staging || state_ == state::running) {
             begin_cancel();
         } else {
@@ -201,12 +206,26 @@ class bridge_session final : public helper_session {
         }
     }
 
-    void kill() override {
+    void kill() {
         killed_ = true;
         finish();
     }
 
   private:
+    // Every coroutine of the session is owned by it, and one that fails (an exception: no random bytes, no
+    // memory) ends the session with an error the trial logs and acts on, instead of leaving it waiting.
+    void spawn(asio::awaitable<void> work, std::string what) {
+        asio::co_spawn(
+            executor_, std::move(work),
+            [self = shared_from_this(), what = std::move(what)](const std::exception_ptr& error) {
+                if (error) {
+                    self->deliver(contracts::error_message{
+                        "internal-error", "bridge: " + what + " failed: " + exception_text(error)});
+                    self->finish();
+                }
+            });
+    }
+
     enum class state { idle, staging, running, done };
 
     void deliver(std::string line) {
@@ -307,7 +326,7 @@ class bridge_session final : public helper_session {
     void begin_cancel() {
         if (!cancelling_) {
             cancelling_ = true;
-            asio::co_spawn(executor_, cancel(), asio::detached);
+            spawn(cancel(), "the cancel");
         }
     }
 
@@ -339,6 +358,30 @@ class bridge_session final : public helper_session {
     bool cancelling_ = false;
     bool killed_ = false;
     bool finished_ = false;
+};
+
+// The trial's handle on a bridge_run. Dropping it abandons the run: its coroutines stop at their next step
+// (a run exec in flight is left to the runner, whose environment is being torn down or settled).
+class bridge_session final : public helper_session {
+  public:
+    explicit bridge_session(std::shared_ptr<bridge_run> run) : run_(std::move(run)) {}
+    bridge_session(const bridge_session&) = delete;
+    bridge_session& operator=(const bridge_session&) = delete;
+    ~bridge_session() override { run_->kill(); }
+
+    asio::awaitable<bool> send(std::string line) override {
+        const auto run = run_;
+        co_return co_await run->send(std::move(line));
+    }
+    asio::awaitable<std::optional<std::string>> receive() override {
+        const auto run = run_;
+        co_return co_await run->receive();
+    }
+    void close_input() override { run_->close_input(); }
+    void kill() override { run_->kill(); }
+
+  private:
+    std::shared_ptr<bridge_run> run_;
 };
 
 class bridge_backend final : public backend {
@@ -378,7 +421,7 @@ class bridge_backend final : public backend {
                 auto message = contracts::parse_session_message(line);
                 if (const auto* hello = std::get_if<contracts::hello_message>(&*message)) {
                     co_return std::unique_ptr<helper_session>(std::make_unique<bridge_session>(
-                        bridge_, helper_, *hello, std::move(line), executor_));
+                        std::make_shared<bridge_run>(bridge_, helper_, *hello, std::move(line), executor_)));
                 }
             }
             if (attempt == 0 && (probed->exit_code == 126 || probed->exit_code == 127) &&

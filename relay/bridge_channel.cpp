@@ -2,12 +2,12 @@
 #include "relay/bridge_channel.hpp"
 
 #include "contracts/wire_json.hpp"
+#include "relay/log.hpp"
 
 #include <fcntl.h>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -71,14 +71,26 @@ bridge_channel::call(boost::json::object request, std::chrono::milliseconds dead
     auto slot = std::make_shared<reply_slot>(executor_, 1);
     pending_.emplace(id, slot);
     outbox_.push_back(contracts::to_wire(request) + "\n");
+    // The writer and the reader belong to this channel (which outlives the io_context's run: the backend
+    // owns it); one that fails breaks the bridge, which fails every call in flight with the reason.
     if (!writing_) {
         writing_ = true;
-        asio::co_spawn(executor_, write_queued(), asio::detached);
+        asio::co_spawn(executor_, write_queued(), [this](const std::exception_ptr& error) {
+            if (error) {
+                writing_ = false;
+                fail_all("the bridge writer failed: " + exception_text(error));
+            }
+        });
     }
     // Replies are read only while a call waits for one: with nothing pending, nothing keeps the relay alive.
     if (!reading_) {
         reading_ = true;
-        asio::co_spawn(executor_, read_replies(), asio::detached);
+        asio::co_spawn(executor_, read_replies(), [this](const std::exception_ptr& error) {
+            if (error) {
+                reading_ = false;
+                fail_all("the bridge reader failed: " + exception_text(error));
+            }
+        });
     }
     asio::steady_timer timer(executor_, deadline);
     auto first =
@@ -116,7 +128,7 @@ asio::awaitable<void> bridge_channel::write_queued() {
         }
     }
     outbox_.clear();
-    writing_ = false;
+    writing_ = false; // here, not in the completion handler: a call queued after this line starts a writer
 }
 
 asio::awaitable<void> bridge_channel::read_replies() {

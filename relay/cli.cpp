@@ -53,11 +53,7 @@ int drive(boost::asio::io_context& context, const trial_config& config, backend&
     boost::asio::co_spawn(context, run_trial(config, env, log),
                           [&](const std::exception_ptr& error, trial_outcome outcome) {
                               if (error) {
-                                  try {
-                                      std::rethrow_exception(error);
-                                  } catch (const std::exception& e) {
-                                      log.error(std::string("internal error: ") + e.what());
-                                  }
+                                  log.error("internal error: " + exception_text(error));
                                   return;
                               }
                               code = outcome.exit_code;

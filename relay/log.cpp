@@ -38,4 +38,14 @@ void phase_log::error(std::string_view message) {
     emit("error", "error", {{"message", std::string(message)}});
 }
 
+std::string exception_text(const std::exception_ptr& error) {
+    try {
+        std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+        return e.what();
+    } catch (...) {
+        return "an exception of unknown type";
+    }
+}
+
 } // namespace maka_eval::relay

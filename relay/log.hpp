@@ -7,6 +7,7 @@
 #include "relay/options.hpp"
 
 #include <chrono>
+#include <exception>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -28,5 +29,8 @@ class phase_log {
     bool quiet_;
     std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
+
+// What a failed coroutine's exception says, for its completion handler's report (never rethrows).
+[[nodiscard]] std::string exception_text(const std::exception_ptr& error);
 
 } // namespace maka_eval::relay

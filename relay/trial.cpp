@@ -96,13 +96,8 @@ class trial : public std::enable_shared_from_this<trial> {
     void spawn(asio::awaitable<void> reader) {
         asio::co_spawn(executor_, std::move(reader),
                        [self = shared_from_this()](const std::exception_ptr& error) {
-                           if (!error) {
-                               return;
-                           }
-                           try {
-                               std::rethrow_exception(error);
-                           } catch (const std::exception& e) {
-                               self->log_.error(std::string("reader failed: ") + e.what());
+                           if (error) {
+                               self->log_.error("reader failed: " + exception_text(error));
                            }
                        });
     }

@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -112,8 +113,6 @@ class UnitTest(unittest.TestCase):
 
     @unittest.skipUnless(RELAY, "MAKA_EVAL_TEST_RELAY names the relay")
     def test_an_orchestrator_that_cannot_be_reached_raises_before_any_environment_call(self):
-        import socket
-
         with socket.socket() as closed:
             closed.bind(("127.0.0.1", 0))
             port = closed.getsockname()[1]
@@ -154,6 +153,96 @@ def private_tempdir(test: unittest.TestCase) -> str:
     test.addCleanup(restore)
     os.environ["TMPDIR"] = tempfile.tempdir = private
     return private
+
+
+class ScriptedBridge:
+    """The adapter's side of the bridge, played by the test: each request is answered as the test says.
+
+    With it a test can put replies in an order the real adapter produces only by chance: the environment's
+    ``stop`` answered while the subject's run exec is still in flight, the run's reply after that.
+    """
+
+    HELLO = json.dumps({"kind": "hello", "version": 1, "helper": "0.1.0", "cwd": "/", "pid": 7, "uid": 0,
+                        "gid": 0, "capabilities": {k: "0000000000000000" for k in
+                                                   ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")},
+                        "netns": "net:[4026531833]", "supervisorUid": 0})
+
+    def __init__(self, test: unittest.TestCase, orchestrator: "Orchestrator", token: str):
+        ours, theirs = socket.socketpair()
+        test.addCleanup(ours.close)
+        self.relay = subprocess.Popen(
+            [RELAY, "connect", "--host", "127.0.0.1", "--port", str(orchestrator.port), "--teardown-timeout-ms",
+             "1500", "--env", "bridge", "--bridge-fd", str(theirs.fileno()), *(["--helper", HELPER] if HELPER
+                                                                                 else [])],
+            pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, text=True,
+            env={"PATH": "/usr/bin:/bin", "MAKA_EVAL_RELAY_TOKEN": token,
+                 **{k: v for k, v in os.environ.items() if k.startswith(("ASAN_", "UBSAN_", "LSAN_"))}})
+        theirs.close()
+        test.addCleanup(lambda: self.relay.poll() is None and self.relay.kill())
+        self._in = ours.makefile("r", encoding="utf-8")
+        self._out = ours.makefile("w", encoding="utf-8")
+
+    def request(self) -> dict:
+        line = self._in.readline()
+        if not line:
+            raise AssertionError("the relay closed the bridge")
+        return json.loads(line)
+
+    def reply(self, request_id: int, **fields) -> None:
+        self._out.write(json.dumps({"id": request_id, "ok": True, **fields}) + "\n")
+        self._out.flush()
+
+    def exited(self, request_id: int, **fields) -> None:
+        self.reply(request_id, **{"returnCode": 0, "stdout": "", "stderr": "", **fields})
+
+
+@unittest.skipUnless(RELAY and ORCHESTRATOR, "MAKA_EVAL_TEST_RELAY and MAKA_EVAL_TEST_ORCHESTRATOR name the binaries")
+class BridgeReplyOrderTest(unittest.TestCase):
+    def test_the_run_answered_after_the_environment_was_destroyed_touches_nothing_freed(self):
+        """The trial ends (and frees its helper session) on the ``stop`` reply; the run exec answers later.
+
+        The coroutine that waited for that answer must not use the freed session (ASan reports it in the
+        sanitizer build), and the relay must still exit, with the cancellation's code.
+        """
+        token = "bridge-order-" + uuid.uuid4().hex
+        orchestrator = Orchestrator(token, "sleep 60")
+        self.addCleanup(orchestrator.close)
+        bridge = ScriptedBridge(self, orchestrator, token)
+        run_id = None
+        while True:
+            req = bridge.request()
+            command = req.get("command") or ""
+            if req["op"] == "exec" and command.endswith("'probe'"):
+                bridge.exited(req["id"], stdout=ScriptedBridge.HELLO + "\n")
+            elif req["op"] == "upload":
+                bridge.reply(req["id"])
+            elif req["op"] == "exec" and "'run'" in command:
+                run_id = req["id"]  # left in flight, as a subject that runs on
+                bridge.relay.send_signal(signal.SIGTERM)  # the trial runner's timeout
+            elif req["op"] == "exec" and "'cancel'" in command:
+                bridge.exited(req["id"], returnCode=1, stderr="cannot reach the supervisor")
+            elif req["op"] == "exec" and "'rm'" in command:
+                bridge.exited(req["id"])
+            elif req["op"] == "stop":
+                bridge.reply(req["id"])
+                break
+            else:
+                raise AssertionError(f"unexpected request {req}")
+        self.assertIsNotNone(run_id)
+        # The trial is over (its last log line) before the run's answer arrives.
+        log = []
+        while not (log and log[-1].startswith("maka-eval-relay: done")):
+            line = bridge.relay.stderr.readline()
+            self.assertTrue(line, "the relay ended its log without 'done': " + "".join(log))
+            log.append(line)
+        exited = json.dumps({"kind": "exited", "exitCode": 143, "signal": "TERM"})
+        bridge.exited(run_id, returnCode=143, stdout=exited + "\n")
+        _, rest = bridge.relay.communicate(timeout=60)
+        err = "".join(log) + rest
+        self.assertNotIn("AddressSanitizer", err)
+        self.assertNotIn("runtime error", err)
+        self.assertEqual(bridge.relay.returncode, 6, err)  # cancelled (SIGTERM)
 
 
 class Trial:
@@ -406,7 +495,8 @@ class PierTest(Scenarios, unittest.TestCase):
 
 def suites() -> dict[str, unittest.TestSuite]:
     loader = unittest.TestLoader()
-    return {"unit": loader.loadTestsFromTestCase(UnitTest),
+    return {"unit": unittest.TestSuite([loader.loadTestsFromTestCase(UnitTest),
+                                        loader.loadTestsFromTestCase(BridgeReplyOrderTest)]),
             "e2e": unittest.TestSuite([loader.loadTestsFromTestCase(HarborTest),
                                        loader.loadTestsFromTestCase(PierTest)])}
 
