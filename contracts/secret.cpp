@@ -10,4 +10,10 @@ void wipe(std::string& secret) noexcept {
     secret.clear();
 }
 
+void wipe_values(std::vector<std::pair<std::string, std::string>>& variables) noexcept {
+    for (auto& entry : variables) {
+        wipe(entry.second);
+    }
+}
+
 } // namespace maka_eval::contracts

@@ -4,10 +4,14 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace maka_eval::contracts {
 
 // Overwrites the whole buffer (size, not only the text) and empties the string.
 void wipe(std::string& secret) noexcept;
+// Wipes every value of NAME=VALUE pairs (contracts::variables: environments, credentials); names stay.
+void wipe_values(std::vector<std::pair<std::string, std::string>>& variables) noexcept;
 
 } // namespace maka_eval::contracts

@@ -279,11 +279,8 @@ boost::system::result<report_message, supervision_error> supervision::run() {
     for (auto& entry : plan.environment) {
         contracts::wipe(entry);
     }
-    for (auto* vars : {&request_.environment, &request_.credentials}) {
-        for (auto& [name, value] : *vars) {
-            contracts::wipe(value);
-        }
-    }
+    contracts::wipe_values(request_.environment);
+    contracts::wipe_values(request_.credentials);
     close_fd(out_pipe[1]);
     close_fd(err_pipe[1]);
     if (null_fd >= 0) {

@@ -170,11 +170,8 @@ class bridge_run : public std::enable_shared_from_this<bridge_run> {
             co_return false;
         }
         if (auto* run = std::get_if<contracts::run_request>(&*message)) {
-            for (auto* vars : {&run->environment, &run->credentials}) {
-                for (auto& [name, value] : *vars) {
-                    contracts::wipe(value);
-                }
-            }
+            contracts::wipe_values(run->environment);
+            contracts::wipe_values(run->credentials);
             if (state_ != state::idle) {
                 co_return false;
             }

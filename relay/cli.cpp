@@ -94,6 +94,7 @@ int connect_command(std::span<const std::string_view> args) {
                               options->common};
     const int code = drive(context, config, *env, log);
     contracts::wipe(options->token);
+    contracts::wipe_values(options->common.task_environment);
     return code;
 }
 
@@ -117,13 +118,15 @@ int run_command(std::span<const std::string_view> args) {
     loopback_orchestrator orchestrator(context.get_executor(), token, script);
     transcript seen;
     boost::asio::co_spawn(context, orchestrator.serve(), [&](const std::exception_ptr& error, transcript t) {
-        if (!error) {
-            seen = std::move(t);
+        seen = std::move(t);
+        if (error) {
+            seen.failure = "the loopback orchestrator failed: " + exception_text(error);
         }
     });
     phase_log log(options->common.log, options->common.quiet);
     const trial_config config{"127.0.0.1", orchestrator.port(), token, options->instruction, options->common};
     const int code = drive(context, config, *env, log);
+    contracts::wipe_values(options->common.task_environment);
     const std::string artifacts = env->artifacts_dir();
     if (options->json) {
         boost::json::object out;

@@ -1,6 +1,9 @@
 // Command-line and environment parsing (see options.hpp).
 #include "relay/options.hpp"
 
+#include "contracts/secret.hpp"
+#include "contracts/wire_json.hpp"
+
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -43,6 +46,8 @@ options (both modes):
   --artifact-limit BYTES    keep at most BYTES of each of the subject's stdout/stderr artifacts on disk
                             (1073741824); sizes and digests still cover everything it wrote
   --keep-leftovers          do not stop processes an earlier trial's subject left in the environment
+  --task-env-fd N           the task's environment ({"NAME":"VALUE",…}, JSON) on inherited fd N, read to EOF:
+                            given to the subject under what `execute` sets (never on a command line)
   --log-format text|json    one line per phase on stderr (text)
   --quiet                   no phase log
 environment:
@@ -52,6 +57,47 @@ environment:
 bool parse_u32(std::string_view text, std::uint32_t& out) {
     const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
     return ec == std::errc() && ptr == text.data() + text.size();
+}
+
+// The task's environment from an inherited descriptor (the adapter's pipe), read to EOF and closed. Values
+// may be secrets: they never appear in an error message, and the raw text is wiped once parsed.
+boost::system::result<contracts::variables, usage_error> read_task_environment(int fd) {
+    constexpr std::size_t limit = std::size_t{1} << 20;
+    std::string text;
+    std::string chunk(4096, '\0');
+    bool failed = false;
+    while (true) {
+        const auto got = ::read(fd, chunk.data(), chunk.size());
+        if (got < 0 && errno == EINTR) {
+            continue;
+        }
+        failed = got < 0 || text.size() + static_cast<std::size_t>(std::max<ssize_t>(got, 0)) > limit;
+        if (got <= 0 || failed) {
+            break;
+        }
+        text.append(chunk.data(), static_cast<std::size_t>(got));
+    }
+    contracts::wipe(chunk);
+    ::close(fd);
+    if (failed) {
+        contracts::wipe(text);
+        return usage_error{"--task-env-fd " + std::to_string(fd) + ": unreadable, or over " +
+                           std::to_string(limit) + " bytes"};
+    }
+    auto parsed = contracts::parse_object(text, limit);
+    contracts::wipe(text);
+    if (!parsed) {
+        return usage_error{"--task-env-fd " + std::to_string(fd) + ": not a JSON object"};
+    }
+    contracts::variables out;
+    for (auto& [name, value] : *parsed) {
+        if (!contracts::is_variable_name(name) || !value.is_string()) {
+            return usage_error{"--task-env-fd: the task environment's entry " + std::string(name) +
+                               " is not NAME: \"text\" with a valid variable name"};
+        }
+        out.emplace_back(std::string(name), std::string(value.get_string()));
+    }
+    return out;
 }
 
 // Parses an option shared by both modes at args[i]; returns false when args[i] is not one.
@@ -131,6 +177,17 @@ boost::system::result<bool, usage_error> common_option(std::span<const std::stri
             return usage_error{"--user takes USER[:GROUP] (a name or a numeric id, as docker exec -u)"};
         }
         out.user = *v;
+    } else if (name == "--task-env-fd") {
+        const auto v = value();
+        std::uint32_t fd = 0;
+        if (!v || !parse_u32(*v, fd) || fd < 3 || fd > 65535) {
+            return usage_error{"--task-env-fd takes the number of an inherited descriptor (3 or more)"};
+        }
+        auto vars = read_task_environment(static_cast<int>(fd));
+        if (!vars) {
+            return vars.error();
+        }
+        out.task_environment = std::move(*vars);
     } else if (name == "--artifact-limit") {
         const auto v = value();
         std::uint64_t bytes = 0;

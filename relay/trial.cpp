@@ -13,6 +13,7 @@
 #include "policy/egress_gate.hpp"
 #include "relay/exit_codes.hpp"
 
+#include <algorithm>
 #include <csignal>
 #include <cstdint>
 #include <deque>
@@ -395,6 +396,7 @@ asio::awaitable<trial_outcome> trial::prepare_and_run() {
         log_.phase("execute", {{"argc", std::to_string(request->argv.size())},
                                {"environment", std::to_string(request->environment.size())},
                                {"credentials", std::to_string(request->credentials.size())},
+                               {"taskEnvironment", std::to_string(config_.common.task_environment.size())},
                                {"captureStdout", request->capture_stdout ? "true" : "false"}});
         co_return co_await supervise(*request);
     }
@@ -437,7 +439,15 @@ asio::awaitable<trial_outcome> trial::gate(const contracts::hello_message& hello
 asio::awaitable<trial_outcome> trial::supervise(const contracts::execute_request& request) {
     contracts::run_request run;
     run.argv = request.argv;
-    run.environment = request.environment;
+    // The task's environment first, as Harbor's _merge_env does: what `execute` sets (its environment and
+    // credentials) wins over an entry of the same name.
+    for (const auto& [name, value] : config_.common.task_environment) {
+        const auto named = [&name](const auto& entry) { return entry.first == name; };
+        if (std::ranges::none_of(request.environment, named) && std::ranges::none_of(request.credentials, named)) {
+            run.environment.emplace_back(name, value);
+        }
+    }
+    run.environment.insert(run.environment.end(), request.environment.begin(), request.environment.end());
     run.credentials = request.credentials;
     run.result_token = request.result_token;
     run.capture_stdout = request.capture_stdout;
@@ -451,11 +461,8 @@ asio::awaitable<trial_outcome> trial::supervise(const contracts::execute_request
     // On this host (local backend) nothing an earlier run left is ours to stop.
     run.keep_leftovers = config_.common.keep_leftovers || env_.is_host();
     std::string line = contracts::serialize(run);
-    for (auto* vars : {&run.environment, &run.credentials}) {
-        for (auto& [name, value] : *vars) {
-            contracts::wipe(value);
-        }
-    }
+    contracts::wipe_values(run.environment);
+    contracts::wipe_values(run.credentials);
     const bool run_sent = co_await session_->send(std::move(line));
     if (!run_sent) {
         co_return outcome(exit_environment, "the helper session ended before the subject started");

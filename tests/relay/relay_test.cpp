@@ -354,6 +354,34 @@ TEST_CASE("--env bridge needs the adapter's socket, and says so") {
     CHECK(r.err.find("is not an open socket") != std::string::npos);
 }
 
+TEST_CASE("--task-env-fd: the task's environment reaches the subject, under what execute sets") {
+    const auto dir = fs::temp_directory_path() / ("task-env-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const auto file = (dir / "env.json").string();
+    auto with_task_env = [&](const std::string& json, const std::string& script) {
+        std::ofstream(file) << json;
+        // The descriptor as the adapter passes it: inherited, never a value on a command line.
+        return run_process({"/bin/sh", "-c",
+                            "exec \"$0\" run --json --helper \"$1\" --task-env-fd 3 -e MODE=offline -e "
+                            "HELPER=\"$1\" -- sh -c \"$2\" 3<\"$3\"",
+                            relay_binary, helper_binary, script, file},
+                           "", base_env());
+    };
+    auto r = with_task_env(R"({"TASK_MODE":"graded","MODE":"from-task","HELPER":"not-this"})",
+                           "\"$HELPER\" frame \"$TASK_MODE/$MODE\"");
+    CHECK(r.exit_code == 0);
+    const auto out = contracts::parse_object(r.out, 1 << 20).value();
+    CHECK(out.at("executed").as_object().at("stdout").as_string() == "graded/offline");
+    r = with_task_env("[1]", "true");
+    CHECK(r.exit_code == relay::exit_usage);
+    CHECK(r.err.find("--task-env-fd 3: not a JSON object") != std::string::npos);
+    r = with_task_env(R"({"1BAD":"secret-value"})", "true");
+    CHECK(r.exit_code == relay::exit_usage);
+    CHECK(r.err.find("1BAD is not NAME") != std::string::npos);
+    CHECK(r.err.find("secret-value") == std::string::npos);
+    fs::remove_all(dir);
+}
+
 TEST_CASE("run: the debugging command, one JSON object with the messages as sent") {
     const auto r = run_process({relay_binary, "run", "--json", "--helper", helper_binary, "-e",
                                 "HELPER=" + helper_binary, "--", "sh", "-c", "\"$HELPER\" frame '{\"v\":1}'"},
