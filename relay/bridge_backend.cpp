@@ -154,11 +154,25 @@ class staged_request {
 // channel they call outlives them all: it belongs to the backend, which outlives the io_context's run.
 class bridge_run : public std::enable_shared_from_this<bridge_run> {
   public:
-    bridge_run(bridge_channel& bridge, std::string helper, const contracts::hello_message& hello,
-               std::string hello_line, asio::any_io_executor executor)
+    // `hello` is the probe's, run as the runner's default user: the subject's identity. With `root_steps`
+    // (the runner's exec takes user=) and a non-root default user, the run and cancel execs run as root
+    // and the helper drops the subject to that identity; `request_dir` (the root-owned helper directory, if
+    // we installed the helper there) is where the request goes when a root helper reads it.
+    bridge_run(bridge_channel& bridge, std::string helper, contracts::hello_message hello,
+               std::string hello_line, bool root_steps, std::string request_dir,
+               asio::any_io_executor executor)
         : bridge_(bridge), helper_(std::move(helper)), uid_(hello.uid), gid_(hello.gid),
+          root_supervisor_(root_steps && hello.uid != 0),
+          // The helper unlinks the request once read: only a root helper can in the root-owned directory.
+          request_dir_(!request_dir.empty() && (hello.uid == 0 || root_supervisor_) ? std::move(request_dir)
+                                                                                    : std::string("/tmp")),
           executor_(std::move(executor)), lines_(executor_, 16) {
-        deliver(std::move(hello_line));
+        if (root_supervisor_) {
+            hello.supervisor_uid = 0;
+            deliver(contracts::session_message(std::move(hello)));
+        } else {
+            deliver(std::move(hello_line));
+        }
     }
 
     asio::awaitable<bool> send(std::string line) {
@@ -170,9 +184,16 @@ class bridge_run : public std::enable_shared_from_this<bridge_run> {
             co_return false;
         }
         if (auto* run = std::get_if<contracts::run_request>(&*message)) {
+            if (root_supervisor_) {
+                // The helper, run as root, takes the subject's identity from the request.
+                run->user = std::to_string(uid_) + ":" + std::to_string(gid_);
+                contracts::wipe(line);
+                line = contracts::serialize(*run);
+            }
             contracts::wipe_values(run->environment);
             contracts::wipe_values(run->credentials);
             if (state_ != state::idle) {
+                contracts::wipe(line);
                 co_return false;
             }
             state_ = state::staging;
@@ -251,7 +272,8 @@ class bridge_run : public std::enable_shared_from_this<bridge_run> {
     // Upload the request, hand it to the subject's user, then run it: one exec that lasts as long as the
     // subject, and whose output is the helper's report.
     asio::awaitable<void> start(std::string line) {
-        const std::string target = "/tmp/.maka-eval-run-" + random_hex(16);
+        // Uploaded as root, mode 0600: unreadable by a non-root subject or anything it left running.
+        const std::string target = request_dir_ + "/.maka-eval-run-" + random_hex(16);
         {
             staged_request staged;
             auto source = staged.write(line);
@@ -267,7 +289,7 @@ class bridge_run : public std::enable_shared_from_this<bridge_run> {
                 co_return;
             }
         }
-        if (uid_ != 0) {
+        if (uid_ != 0 && !root_supervisor_) {
             // Runners upload as root (docker cp makes the file root:root, mode kept): the helper run as the
             // subject's user could not read it.
             const std::vector<std::string> adopt{helper_,     "adopt",
@@ -290,7 +312,7 @@ class bridge_run : public std::enable_shared_from_this<bridge_run> {
         // No `started`: the subject's pid exists only inside the environment, and nothing here needs it.
         state_ = state::running;
         const std::vector<std::string> run{helper_, "run", "--request", target};
-        bridge_exec request{sh_join(run), {}, {}, std::nullopt, cancel_command()};
+        bridge_exec request{sh_join(run), {}, step_user(), std::nullopt, cancel_command()};
         auto ran = co_await bridge_.exec(std::move(request), run_deadline);
         if (!ran) {
             deliver(
@@ -316,6 +338,9 @@ class bridge_run : public std::enable_shared_from_this<bridge_run> {
         (void)co_await bridge_.exec(std::move(request), call_deadline);
     }
 
+    // Who runs the run and cancel execs: root under a root supervisor, else the runner's default user.
+    [[nodiscard]] std::string step_user() const { return root_supervisor_ ? "root" : std::string(); }
+
     std::string cancel_command() const {
         return sh_join({helper_, "cancel", "--scope", scope_, "--grace-ms", std::to_string(grace_ms_)});
     }
@@ -334,7 +359,7 @@ class bridge_run : public std::enable_shared_from_this<bridge_run> {
             co_await pause(cancel_retry);
         }
         while (state_ == state::running && !killed_) {
-            bridge_exec request{cancel_command(), {}, {}, seconds(grace_ms_ / 1000 + 10), {}};
+            bridge_exec request{cancel_command(), {}, step_user(), seconds(grace_ms_ / 1000 + 10), {}};
             auto answered = co_await bridge_.exec(std::move(request), milliseconds(grace_ms_) + seconds(15));
             if (!answered || answered->exit_code != 3) {
                 break;
@@ -347,6 +372,8 @@ class bridge_run : public std::enable_shared_from_this<bridge_run> {
     std::string helper_;
     std::int64_t uid_;
     std::int64_t gid_;
+    bool root_supervisor_;
+    std::string request_dir_;
     asio::any_io_executor executor_;
     asio::experimental::channel<void(boost::system::error_code, std::string)> lines_;
     state state_ = state::idle;
@@ -417,8 +444,13 @@ class bridge_backend final : public backend {
             for (auto& line : session_lines(probed->out)) {
                 auto message = contracts::parse_session_message(line);
                 if (const auto* hello = std::get_if<contracts::hello_message>(&*message)) {
+                    std::string request_dir = options_.helper_in_container.empty()
+                                                  ? "/" + std::string(helper_directory)
+                                                  : std::string();
                     co_return std::unique_ptr<helper_session>(std::make_unique<bridge_session>(
-                        std::make_shared<bridge_run>(bridge_, helper_, *hello, std::move(line), executor_)));
+                        std::make_shared<bridge_run>(bridge_, helper_, *hello, std::move(line),
+                                                     options_.bridge_switches_user, std::move(request_dir),
+                                                     executor_)));
                 }
             }
             if (attempt == 0 && (probed->exit_code == 126 || probed->exit_code == 127) &&

@@ -11,9 +11,10 @@
 //   adapter → relay  {"id":N,"ok":true,"returnCode":N,"stdout":S,"stderr":S}   (exec, service_exec)
 //                    {"id":N,"ok":true}                                          (upload, stop)
 //                    {"id":N,"ok":false,"error":S}
-// `onAbandon` is the command the adapter runs if the relay vanishes while that exec is in flight (the
-// bridge's dead-man switch: the run exec has no stdin to close). Every call has a deadline; EOF on the
-// socket fails every call in flight at once. The adapter's side is relay/harbor/maka_eval_relay/agent.py.
+// `onAbandon` is the command the adapter runs (as the same `user`) if the relay vanishes while that exec is
+// in flight (the bridge's dead-man switch: the run exec has no stdin to close). Every call has a deadline;
+// EOF on the socket fails every call in flight at once. The adapter's side is
+// relay/harbor/maka_eval_relay/agent.py.
 #pragma once
 
 #include "relay/backend.hpp"

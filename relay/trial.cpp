@@ -443,7 +443,8 @@ asio::awaitable<trial_outcome> trial::supervise(const contracts::execute_request
     // credentials) wins over an entry of the same name.
     for (const auto& [name, value] : config_.common.task_environment) {
         const auto named = [&name](const auto& entry) { return entry.first == name; };
-        if (std::ranges::none_of(request.environment, named) && std::ranges::none_of(request.credentials, named)) {
+        if (std::ranges::none_of(request.environment, named) &&
+            std::ranges::none_of(request.credentials, named)) {
             run.environment.emplace_back(name, value);
         }
     }

@@ -4,11 +4,14 @@
 environment object over a socketpair (the bridge; protocol in ``relay/bridge_channel.hpp``): exec,
 upload_file, service_exec (Harbor only) and stop(delete=True). Everything about the trial itself — the
 orchestrator protocol, the egress gate, supervising and settling the subject — happens in the relay and
-the helper. When the environment is Harbor's plain DockerEnvironment and names its container, the relay is
-handed the container instead (``--env docker:…``), which skips the bridge.
+the helper. When the environment is Harbor's DockerEnvironment (found by Harbor's own attributes: its
+``type()`` and ``session_id``, whose compose project's service ``main`` is looked up on the engine), the relay
+is handed the container instead (``--env docker:…``, the subject as ``default_user``), which skips the
+bridge; the reason for taking the bridge instead is logged. Either way the task's environment
+(``_merge_env``) reaches the subject, under what the orchestrator's ``execute`` sets.
 
 Secrets stay off argv: the relay token goes in the relay's environment, the instruction in a 0600 file
-removed as soon as the relay has read it.
+removed as soon as the relay has read it, the task's environment through a pipe.
 
 Cancellation is the original's: a cancelled ``run()`` (Harbor's agent timeout) sends SIGTERM to the relay,
 which settles the subject and reports ``framework_timeout``; after ``request_host_teardown()`` it is SIGINT,
@@ -26,8 +29,11 @@ import logging
 import os
 import shutil
 import signal
+import re
 import socket
 import tempfile
+import http.client
+import urllib.parse
 from pathlib import Path
 from typing import Any, Callable
 
@@ -121,13 +127,29 @@ class RelayAgentCore:
             argv += ["--helper", self._helper_binary]
         if self._helper_in_container:
             argv += ["--helper-in-container", self._helper_in_container]
-        direct = _docker_target(environment) if self._docker_fast_path and self.framework == "harbor" else None
+        direct = None
+        if self._docker_fast_path and self.framework == "harbor":
+            direct, why = await asyncio.to_thread(docker_target, environment)
+            if direct:
+                _log.info("maka-eval-relay: Docker fast path: %s", why)
+            else:
+                _log.info("maka-eval-relay: through the environment object (the bridge): %s", why)
         ours = theirs = None
         if direct:
             argv += direct
         else:
             ours, theirs = socket.socketpair()
             argv += ["--env", "bridge", "--bridge-fd", str(theirs.fileno())]
+            if callable(getattr(environment, "exec", None)) and _accepts(environment.exec, "user"):
+                # Root steps are possible: the subject runs as the default user under a root supervisor.
+                argv += ["--bridge-switches-user"]
+        # The task's environment goes on a pipe, never on a command line; the relay reads it at start.
+        task_env = task_environment(environment)
+        env_read = env_write = None
+        if task_env:
+            env_read, env_write = os.pipe()
+            argv += ["--task-env-fd", str(env_read)]
+        inherited = tuple(fd for fd in (theirs.fileno() if theirs else None, env_read) if fd is not None)
         handle, instruction_path = tempfile.mkstemp(prefix="maka-eval-instruction-")  # 0600
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             out.write(instruction)
@@ -145,17 +167,24 @@ class RelayAgentCore:
                 stderr=asyncio.subprocess.PIPE,
                 limit=LOG_LINE_LIMIT,
                 env={**os.environ, "MAKA_EVAL_RELAY_TOKEN": str(self._token)},
-                pass_fds=(theirs.fileno(),) if theirs else (),
+                pass_fds=inherited,
             )
         except BaseException:
             forget_instruction()
             for end in (ours, theirs):
                 if end is not None:
                     end.close()
+            if env_write is not None:
+                os.close(env_write)
             raise
         finally:
             if theirs is not None:
                 theirs.close()
+            if env_read is not None:
+                os.close(env_read)
+        if env_write is not None:
+            payload = json.dumps(task_env).encode()
+            await asyncio.to_thread(_write_and_close, env_write, payload)
         bridge = _Bridge(ours, environment, self.framework) if ours else None
         serving = asyncio.create_task(bridge.serve()) if bridge else None
         following = asyncio.create_task(self._follow(process.stderr, forget_instruction))
@@ -251,22 +280,101 @@ class RelayAgentCore:
         return errors, phases
 
 
-def _docker_target(environment: Any) -> list[str] | None:
-    """The fast path: relay arguments naming the container of a plain Docker environment, when it says
-    which one it is and the engine's socket is here; otherwise None (the bridge serves every other kind)."""
+def _write_and_close(fd: int, data: bytes) -> None:
+    """All of ``data`` to a pipe the relay reads at start; a relay that already exited just loses it."""
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    except BrokenPipeError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def compose_project_name(session_id: str) -> str:
+    """Harbor's compose project for an environment's ``session_id``: lower-cased, every character outside
+    [a-z0-9_-] replaced by ``-``, and ``0`` in front unless it then starts with [a-z0-9]."""
+    name = re.sub(r"[^a-z0-9_-]", "-", session_id.lower())
+    return name if re.match(r"[a-z0-9]", name) else "0" + name
+
+
+def task_environment(environment: Any) -> dict[str, str]:
+    """The task's environment as the runner merges it into every exec (``_merge_env``; older runners keep
+    ``_persistent_env`` only); empty when the environment has none."""
+    merge = getattr(environment, "_merge_env", None)
+    merged = merge(None) if callable(merge) else getattr(environment, "_persistent_env", None)
+    if not isinstance(merged, dict):
+        return {}
+    return {str(k): str(v) for k, v in merged.items() if v is not None}
+
+
+class _Engine:
+    """Just enough of the Docker Engine API (DOCKER_HOST, default the local socket) to find a container."""
+
+    def __init__(self) -> None:
+        host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+        self.host = host
+
+    def _connection(self) -> http.client.HTTPConnection:
+        if self.host.startswith("unix://"):
+            path = self.host[len("unix://"):]
+
+            class UnixConnection(http.client.HTTPConnection):
+                def connect(self) -> None:
+                    self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    self.sock.settimeout(self.timeout)
+                    self.sock.connect(path)
+
+            return UnixConnection("localhost", timeout=10)
+        if self.host.startswith("tcp://"):
+            hostport = self.host[len("tcp://"):]
+            name, _, port = hostport.rpartition(":")
+            return http.client.HTTPConnection(name or hostport, int(port) if port.isdigit() else 2375, timeout=10)
+        raise OSError(f"DOCKER_HOST {self.host} is neither unix:// nor tcp://")
+
+    def compose_container(self, project: str, service: str) -> str:
+        """The id of the running container of that compose service; raises OSError saying why not."""
+        labels = [f"com.docker.compose.project={project}", f"com.docker.compose.service={service}"]
+        query = urllib.parse.urlencode({"filters": json.dumps({"label": labels, "status": ["running"]})})
+        connection = self._connection()
+        try:
+            connection.request("GET", f"/containers/json?{query}")
+            response = connection.getresponse()
+            body = response.read(1 << 20)
+        except (OSError, http.client.HTTPException) as error:
+            raise OSError(f"the engine at {self.host} is not reachable: {error}") from error
+        finally:
+            connection.close()
+        if response.status != 200:
+            raise OSError(f"the engine at {self.host} answered HTTP {response.status}")
+        found = [c.get("Id") for c in json.loads(body) if isinstance(c, dict) and c.get("Id")]
+        if len(found) != 1:
+            raise OSError(f"{len(found)} running containers of compose project {project} service {service}")
+        return str(found[0])
+
+
+def docker_target(environment: Any) -> tuple[list[str] | None, str]:
+    """The fast path for Harbor's DockerEnvironment, found by Harbor's own attributes: the relay arguments
+    naming its container and the subject's user, or None and why the bridge serves it instead."""
     if type(environment).__name__ != "DockerEnvironment":
-        return None
-    if not os.environ.get("DOCKER_HOST") and not os.path.exists("/var/run/docker.sock"):
-        return None
-    for attribute in ("container_name", "_container_name"):
-        value = getattr(environment, attribute, None)
-        if isinstance(value, str) and value:
-            return ["--env", f"docker:{value}"]
-    for attribute in ("compose_project_name", "_compose_project_name", "project_name"):
-        value = getattr(environment, attribute, None)
-        if isinstance(value, str) and value:
-            return ["--compose-project", value]
-    return None
+        return None, f"{type(environment).__name__} is not Harbor's DockerEnvironment"
+    kind = environment.type() if callable(getattr(environment, "type", None)) else None
+    if str(getattr(kind, "value", kind)).lower() != "docker":
+        return None, f"the environment's type() is {kind!r}, not docker"
+    session_id = getattr(environment, "session_id", None)
+    if not isinstance(session_id, str) or not session_id:
+        return None, "the environment has no session_id to find its compose project by"
+    project = compose_project_name(session_id)
+    try:
+        container = _Engine().compose_container(project, "main")
+    except (OSError, ValueError) as error:
+        return None, str(error)
+    argv = ["--env", f"docker:{container}"]
+    user = getattr(environment, "default_user", None)
+    if user is not None and str(user) != "":
+        argv += ["--user", str(user)]
+    return argv, f"compose project {project}, service main"
 
 
 def _accepts(function: Callable[..., Any], parameter: str) -> bool:
@@ -342,7 +450,9 @@ class _Bridge:
             if command and not task.done():
                 _log.warning("maka-eval-relay left a run in flight: settling it")
                 with contextlib.suppress(Exception):
-                    await asyncio.wait_for(self._exec({"command": command, "timeoutSec": 60}), ABANDON_SEC)
+                    # As the run itself ran (root under a root supervisor): the cancel must reach it.
+                    abandon = {"command": command, "timeoutSec": 60, "user": request.get("user")}
+                    await asyncio.wait_for(self._exec(abandon), ABANDON_SEC)
                 with contextlib.suppress(BaseException):
                     await asyncio.wait_for(asyncio.shield(task), 30)
         tasks = [task for task, _ in self._pending.values()]

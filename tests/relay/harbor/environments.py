@@ -1,19 +1,26 @@
-"""Stand-in trial-runner environments on a real Docker engine, shaped like the ones the adapter meets.
+"""Stand-in trial-runner environments on a real Docker engine, with the shape of the real classes.
 
-``DockerEnvironment`` behaves like Harbor 0.20's: every exec is its own ``docker exec`` of a shell command
-line with stdin at /dev/null and stderr merged into stdout, ``user=`` becomes ``-u``, uploads are
-``docker cp`` (root-owned, mode kept), ``service_exec`` runs in a named sidecar, ``stop(delete=True)``
-removes the container. The one deviation: the task image is BusyBox-only, so the shell is ``sh``, not
-``bash``. ``PierDockerEnvironment`` is Pier-shaped: the same, minus ``service_exec`` and ``user=``.
+``DockerEnvironment`` has what Harbor's has (DESIGN.md, "The real Harbor") and nothing it lacks: no container
+attribute. ``environment_name``, ``session_id``, ``default_user`` (every exec without ``user=`` runs as it),
+``_persistent_env`` merged into every exec by ``_merge_env``, ``type()`` (EnvironmentType.DOCKER),
+``is_mounted``. Its container is the compose project's service ``main``: the project is ``session_id``
+sanitized as Harbor does, and the container carries the compose labels (``start_compose_container``). An exec
+is ``docker exec [-w] [-e K=V]… [-u U] CONTAINER bash -c CMD`` with stdin at /dev/null and stderr merged into
+stdout, as ``compose exec`` is; ``upload_file`` is ``docker cp`` (root-owned, mode kept; the parent must
+exist); ``service_exec`` runs in a named sidecar; ``stop(delete=True)`` removes the container. The task
+image is BusyBox-only, with ``bash`` a shim over BusyBox ``sh``. ``PierDockerEnvironment`` is Pier-shaped
+(the older Pier): the same attributes, but ``exec`` takes no ``user=`` and there is no ``service_exec``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
 import subprocess
 import uuid
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 
 IMAGE = "maka-eval-test-busybox:test"
@@ -33,6 +40,27 @@ def docker(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
 def start_container(*run_args: str) -> str:
     name = f"maka-adapter-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     docker("run", "-d", "--name", name, *run_args, IMAGE)
+    return name
+
+
+def compose_project(session_id: str) -> str:
+    """Harbor's own sanitizing of ``session_id`` into a compose project name."""
+    name = session_id.lower()
+    if not re.match(r"^[a-z0-9]", name):
+        name = "0" + name
+    return re.sub(r"[^a-z0-9_-]", "-", name)
+
+
+def start_compose_container(session_id: str, *run_args: str) -> str:
+    """The container ``docker compose -p <project> up`` would make for service ``main``, as Harbor's
+    ``start()`` leaves it: /logs/agent and /logs/verifier mode 777, /logs/artifacts a root-owned 755
+    directory (Harbor bind-mounts a host directory owned by whoever runs it)."""
+    project = compose_project(session_id)
+    name = start_container("--label", f"com.docker.compose.project={project}",
+                           "--label", "com.docker.compose.service=main", *run_args)
+    docker("exec", "-u", "0", name, "sh", "-c",
+           "mkdir -p /logs/agent /logs/verifier /logs/artifacts && chmod 777 /logs/agent /logs/verifier && "
+           "chown 0:0 /logs/artifacts && chmod 755 /logs/artifacts")
     return name
 
 
@@ -57,57 +85,94 @@ async def _docker(*args: str, timeout_sec: float | None = None) -> ExecResult:
     return ExecResult(stdout=out.decode("utf-8", "replace"), stderr=None, return_code=process.returncode)
 
 
-class DockerEnvironment:
-    """Harbor-shaped. ``container_name`` is what the adapter's Docker fast path looks for."""
+class EnvironmentType(str, Enum):
+    DOCKER = "docker"
 
-    def __init__(self, container: str, sidecars: dict[str, str] | None = None, shell: str = "sh"):
-        self.container_name = container
-        self._sidecars = sidecars or {}
-        self._shell = shell
+
+class DockerEnvironment:
+    """Harbor-shaped (harbor.environments.docker.DockerEnvironment). ``calls`` is the test's record."""
+
+    def __init__(self, session_id: str, environment_name: str = "task", default_user: str | int | None = None,
+                 persistent_env: dict[str, str] | None = None, sidecars: dict[str, str] | None = None):
+        self.environment_name = environment_name
+        self.session_id = session_id
+        self.default_user = default_user
+        self._persistent_env = dict(persistent_env or {})
+        self.is_mounted = True
+        self.__sidecars = dict(sidecars or {})
+        self.__container: str | None = None
         self.calls: list[str] = []
+
+    @staticmethod
+    def type() -> EnvironmentType:
+        return EnvironmentType.DOCKER
+
+    def _merge_env(self, env: dict[str, str] | None) -> dict[str, str] | None:
+        merged = {**self._persistent_env, **(env or {})}
+        return merged or None
+
+    def _service_main(self) -> str:
+        # What `docker compose -p <project> … main` resolves: the one container with those labels.
+        if self.__container is None:
+            labels = [f"label=com.docker.compose.project={compose_project(self.session_id)}",
+                      "label=com.docker.compose.service=main"]
+            found = docker("ps", "-q", *(arg for label in labels for arg in ("--filter", label))).stdout.split()
+            if len(found) != 1:
+                raise RuntimeError(f"no single service main for session {self.session_id}: {found}")
+            self.__container = found[0]
+        return self.__container
 
     async def exec(self, command: str, cwd: str | None = None, env: dict[str, str] | None = None,
                    timeout_sec: int | None = None, user: str | int | None = None) -> ExecResult:
         self.calls.append("exec")
         args = ["exec"]
-        if user is not None:
-            args += ["-u", str(user)]
         if cwd:
             args += ["-w", cwd]
-        for key, value in (env or {}).items():
+        for key, value in (self._merge_env(env) or {}).items():
             args += ["-e", f"{key}={value}"]
-        return await _docker(*args, self.container_name, self._shell, "-c", command, timeout_sec=timeout_sec)
+        user = user if user is not None else self.default_user
+        if user is not None:
+            args += ["-u", str(user)]
+        return await _docker(*args, self._service_main(), "bash", "-c", command, timeout_sec=timeout_sec)
 
     async def upload_file(self, source_path: Path | str, target_path: str) -> None:
         self.calls.append("upload_file")
-        result = await _docker("cp", str(source_path), f"{self.container_name}:{target_path}")
+        result = await _docker("cp", str(source_path), f"{self._service_main()}:{target_path}")
         if result.return_code != 0:
-            raise RuntimeError(f"docker cp failed: {result.stdout}")
+            raise RuntimeError(f"docker compose cp failed: {result.stdout}")
 
     async def service_exec(self, command: str, service: str) -> ExecResult:
         self.calls.append("service_exec")
-        if service not in self._sidecars:
+        if service not in self.__sidecars:
             raise RuntimeError(f"no service {service}")
-        return await _docker("exec", self._sidecars[service], self._shell, "-c", command)
+        return await _docker("exec", self.__sidecars[service], "sh", "-c", command)
 
     async def stop(self, delete: bool) -> None:
         self.calls.append("stop")
-        await _docker("rm", "-f", self.container_name) if delete else await _docker("stop", self.container_name)
+        container = self._service_main()
+        await _docker("rm", "-f", container) if delete else await _docker("stop", container)
 
 
 class PierDockerEnvironment:
-    """Pier-shaped: exec without ``user=``, no ``service_exec``."""
+    """Pier-shaped (the older Pier): exec without ``user=`` (always the default user), no ``service_exec``."""
 
-    def __init__(self, container: str):
-        self._inner = DockerEnvironment(container)
-        self.calls = self._inner.calls
+    def __init__(self, session_id: str, default_user: str | int | None = None,
+                 persistent_env: dict[str, str] | None = None):
+        self.__inner = DockerEnvironment(session_id, default_user=default_user, persistent_env=persistent_env)
+        self.session_id = session_id
+        self.default_user = default_user
+        self._persistent_env = self.__inner._persistent_env
+        self.calls = self.__inner.calls
+
+    def _merge_env(self, env: dict[str, str] | None) -> dict[str, str] | None:
+        return self.__inner._merge_env(env)
 
     async def exec(self, command: str, cwd: str | None = None, env: dict[str, str] | None = None,
                    timeout_sec: int | None = None) -> ExecResult:
-        return await self._inner.exec(command, cwd=cwd, env=env, timeout_sec=timeout_sec)
+        return await self.__inner.exec(command, cwd=cwd, env=env, timeout_sec=timeout_sec)
 
     async def upload_file(self, source_path: Path | str, target_path: str) -> None:
-        await self._inner.upload_file(source_path, target_path)
+        await self.__inner.upload_file(source_path, target_path)
 
     async def stop(self, delete: bool) -> None:
-        await self._inner.stop(delete)
+        await self.__inner.stop(delete)

@@ -75,6 +75,19 @@ class Orchestrator:
             self.process.wait()
 
 
+class Untouchable:
+    """An environment whose every operation fails the test when called (reading attributes is allowed)."""
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+
+        def used(*args, **kwargs):
+            raise AssertionError(f"the environment was used: {name}")
+
+        return used
+
+
 class UnitTest(unittest.TestCase):
     def agent(self, module=harbor_agent, **kwargs):
         options = dict(relay_host="127.0.0.1", relay_port=9, relay_token="t", teardown_timeout_ms=1000)
@@ -96,9 +109,6 @@ class UnitTest(unittest.TestCase):
         self.agent(teardown_timeout_ms=True)  # a bool is an int, as in the original
 
     def test_a_missing_relay_binary_is_a_clear_error_before_any_environment_call(self):
-        class Untouchable:
-            def __getattr__(self, name):
-                raise AssertionError(f"the environment was used: {name}")
 
         for module in (harbor_agent, pier_agent):
             with self.assertRaisesRegex(RuntimeError, "maka-eval-relay was not found at /nonexistent/relay"):
@@ -117,14 +127,38 @@ class UnitTest(unittest.TestCase):
             closed.bind(("127.0.0.1", 0))
             port = closed.getsockname()[1]
 
-        class Untouchable:
-            def __getattr__(self, name):
-                raise AssertionError(f"the environment was used: {name}")
 
         for module in (harbor_agent, pier_agent):
             agent = self.agent(module, relay_port=port, relay_binary=RELAY)
             with self.assertRaisesRegex(RuntimeError, "cannot connect to the orchestrator"):
                 asyncio.run(agent.run("x", Untouchable(), None))
+
+    def test_the_compose_project_is_harbors_sanitized_session_id(self):
+        for session_id, project in (("Maka.Task__ABC", "maka-task__abc"), ("_x", "0_x"), ("-a", "0-a"),
+                                    ("Ünï", "0-n-"), ("9lives", "9lives"), ("a b/c", "a-b-c")):
+            self.assertEqual(core.compose_project_name(session_id), project)
+            self.assertEqual(environments.compose_project(session_id), project)  # the stand-in's own copy
+
+    def test_the_task_environment_is_the_runners_merge(self):
+        env = DockerEnvironment("s", persistent_env={"A": "1", "B": "2"})
+        self.assertEqual(core.task_environment(env), {"A": "1", "B": "2"})
+        self.assertEqual(core.task_environment(DockerEnvironment("s")), {})
+
+        class Older:  # a runner without _merge_env: its _persistent_env
+            _persistent_env = {"C": "3"}
+
+        self.assertEqual(core.task_environment(Older()), {"C": "3"})
+        self.assertEqual(core.task_environment(object()), {})
+
+    def test_only_harbors_docker_environment_takes_the_fast_path(self):
+        self.assertEqual(core.docker_target(PierDockerEnvironment("s"))[0], None)
+
+        class DockerEnvironment:  # the right name, but not Harbor's shape
+            container_name = "c"
+
+        target, why = core.docker_target(DockerEnvironment())
+        self.assertIsNone(target)
+        self.assertIn("type()", why)
 
     def test_pier_refuses_service_exec_clearly(self):
         bridge = core._Bridge(None, PierDockerEnvironment("unused"), "pier")
@@ -249,16 +283,21 @@ class Trial:
     """One container, one orchestrator double, one agent."""
 
     def __init__(self, test: unittest.TestCase, module, script: str, *orchestrator_args: str,
-                 run_args: tuple[str, ...] = (), fast_path: bool = False, teardown_ms: int = 30000):
+                 run_args: tuple[str, ...] = (), fast_path: bool = False, teardown_ms: int = 30000,
+                 default_user: str | None = None, task_env: dict[str, str] | None = None,
+                 sidecars: dict[str, str] | None = None):
         self.token = "adapter-token-" + uuid.uuid4().hex
-        self.container = environments.start_container(*run_args)
+        # As Harbor names them ("<task>__<trial id>"): upper case and dots exercise the project sanitizing.
+        self.session_id = f"Maka.Task__{uuid.uuid4().hex[:8].upper()}"
+        self.container = environments.start_compose_container(self.session_id, *run_args)
         test.addCleanup(environments.remove_container, self.container)
         self.orchestrator = Orchestrator(self.token, script, *orchestrator_args)
         test.addCleanup(self.orchestrator.close)
         self.logs = Path(tempfile.mkdtemp())
         test.addCleanup(shutil.rmtree, self.logs, True)
-        self.env = (DockerEnvironment(self.container) if module is harbor_agent
-                    else PierDockerEnvironment(self.container))
+        self.env = (DockerEnvironment(self.session_id, default_user=default_user, persistent_env=task_env,
+                                      sidecars=sidecars) if module is harbor_agent
+                    else PierDockerEnvironment(self.session_id, default_user=default_user, persistent_env=task_env))
         self.agent = module.RelayAgent(
             logs_dir=self.logs, model_name="m", relay_host="127.0.0.1", relay_port=self.orchestrator.port,
             relay_token=self.token, teardown_timeout_ms=teardown_ms, relay_binary=RELAY,
@@ -452,8 +491,8 @@ class HarborTest(Scenarios, unittest.TestCase):
         sidecar = environments.start_container("--cap-drop", "NET_RAW")
         self.addCleanup(environments.remove_container, sidecar)
         t = Trial(self, self.module, "grep maka-eval-mitmproxy /etc/hosts",
-                  run_args=("--network", f"container:{sidecar}", "--cap-drop", "NET_RAW"))
-        t.env = DockerEnvironment(t.container, {"harbor-docker-egress-control-sidecar": sidecar})
+                  run_args=("--network", f"container:{sidecar}", "--cap-drop", "NET_RAW"),
+                  sidecars={"harbor-docker-egress-control-sidecar": sidecar})
         self.assertEqual(t.sh("mkdir -p /opt/maka-egress && echo 172.18.0.2 > /opt/maka-egress/proxy-ipv4")
                          .returncode, 0)
         os.environ["MAKA_EVAL_EGRESS_REQUIRED"] = "1"
@@ -465,13 +504,62 @@ class HarborTest(Scenarios, unittest.TestCase):
         self.assertIn("service_exec", t.env.calls)
         self.assertEqual(t.sh("tail -1 /etc/hosts").stdout, "172.18.0.2 maka-eval-mitmproxy\n")
 
-    def test_the_docker_fast_path_hands_the_relay_the_container(self):
+    def test_the_docker_fast_path_is_found_by_harbors_own_attributes(self):
         fast = frame('{"fast":true}')
         t = Trial(self, self.module, f"echo '{fast}'", fast_path=True)
+        self.assertFalse(hasattr(t.env, "container_name"))  # the real class has no container attribute
         self.assertIsNone(t.run())
         self.assertEqual(t.orchestrator.transcript()["executed"]["stdout"], '{"fast":true}')
         self.assertEqual(t.env.calls, [])  # not one call through the environment object
         self.assertIn('"backend":"docker', t.relay_log())
+        self.assertEqual(core.compose_project_name(t.session_id), environments.compose_project(t.session_id))
+
+    def test_without_its_container_the_fast_path_falls_back_to_the_bridge_and_says_why(self):
+        t = Trial(self, self.module, "exit 0", fast_path=True)
+        t.env.session_id = "Another__Session"  # no compose project of that name runs
+        t.env._DockerEnvironment__container = t.container  # the stand-in still reaches its container
+        with self.assertLogs("maka_eval_relay", "INFO") as logged:
+            self.assertIsNone(t.run())
+        self.assertIn("0 running containers of compose project another__session", "\n".join(logged.output))
+        self.assertIn("exec", t.env.calls)
+        self.assertIn('"backend":"bridge', t.relay_log())
+
+    def _as_default_user(self, default_user: str | None, fast_path: bool, expected_ids: str, supervisor: str):
+        t = Trial(self, self.module, 'echo "$(id -u):$(id -g) $TASK_VAR $MODE $HOME"', "-e", "MODE=from-execute",
+                  fast_path=fast_path, default_user=default_user,
+                  task_env={"TASK_VAR": "from-task", "MODE": "from-task"})
+        self.assertIsNone(t.run())
+        self.assertEqual(t.orchestrator.transcript()["executed"]["exitCode"], 0)
+        home = "/tmp" if expected_ids.startswith("1000") else "/root"
+        self.assertEqual(t.sh("cat /logs/artifacts/maka-subject.stdout.txt").stdout,
+                         f"{expected_ids} from-task from-execute {home}\n")
+        self.assertIn(f'"supervisor":"{supervisor}"', t.relay_log())
+        self.assertIn('"backend":"docker' if fast_path else '"backend":"bridge', t.relay_log())
+        self.assertEqual(t.env.calls == [], fast_path)
+        # The task's values never reach a command line: only the relay's descriptor carried them.
+        self.assertNotIn("from-task", t.relay_log())
+
+    def test_the_subject_runs_as_a_non_root_default_user_with_the_task_env_on_the_fast_path(self):
+        self._as_default_user("agent", True, "1000:1000", "root")
+
+    def test_the_subject_runs_as_a_non_root_default_user_with_the_task_env_on_the_bridge(self):
+        self._as_default_user("agent", False, "1000:1000", "root")
+
+    def test_the_subject_runs_as_root_with_the_task_env_on_the_fast_path(self):
+        self._as_default_user(None, True, "0:0", "root-subject")
+
+    def test_the_subject_runs_as_root_with_the_task_env_on_the_bridge(self):
+        self._as_default_user("root", False, "0:0", "root-subject")
+
+    def test_a_non_root_subject_on_the_bridge_cannot_stop_its_supervisor_or_read_the_request(self):
+        script = ("kill -9 $PPID 2>/dev/null; kill -STOP $PPID 2>/dev/null; "
+                  "cat /.maka-eval/.maka-eval-run-* 2>/dev/null | wc -c; echo done")
+        t = Trial(self, self.module, script, default_user="agent")
+        self.assertIsNone(t.run())
+        executed = t.orchestrator.transcript()["executed"]
+        self.assertEqual((executed["termination"], executed["exitCode"]), ("exited", 0))
+        self.assertEqual(t.sh("cat /logs/artifacts/maka-subject.stdout.txt").stdout, "0\ndone\n")
+        self.assertEqual(t.sh("ls -a /.maka-eval /tmp | grep maka-eval-run || true").stdout, "")
 
 
 class PierTest(Scenarios, unittest.TestCase):
