@@ -4,6 +4,7 @@
 #include "contracts/limits.hpp"
 #include "contracts/session_messages.hpp"
 #include "relay/docker_api.hpp"
+#include "relay/install_record.hpp"
 #include "relay/tar_archive.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -53,13 +54,23 @@ class docker_backend final : public backend {
     std::string describe() const override { return "docker (" + container_ + " via " + api_.host() + ")"; }
     std::optional<unsigned> engine_calls() const override { return api_.calls(); }
 
-    // Two engine calls on the common path (exec create, exec start). Only when that exec finds no helper —
-    // the first trial in this container — is the helper uploaded and the session started again.
+    // Three engine calls on the common path (inspect, exec create, exec start); the first trial in a
+    // container adds the upload before them (the install record says it is the first). Only when the exec
+    // still finds no helper (a record that was wrong) is the helper uploaded and the session started again.
     asio::awaitable<boost::system::result<std::unique_ptr<helper_session>, backend_error>>
     open_session() override {
         auto resolved = co_await resolve();
         if (!resolved) {
             co_return resolved.error();
+        }
+        const bool ours = options_.helper_in_container.empty();
+        bool uploaded = false;
+        if (ours && !installs_.contains(container_id_, helper_name_)) {
+            auto placed = co_await upload_helper();
+            if (!placed) {
+                co_return placed.error();
+            }
+            uploaded = true;
         }
         for (int attempt = 0; attempt < 2; ++attempt) {
             // A root supervisor; the subject runs as the container's user (or --user), out of its reach.
@@ -80,6 +91,9 @@ class docker_backend final : public backend {
                                      : boost::system::result<contracts::session_message, contracts::failure>(
                                            contracts::failure{});
             if (hello && std::holds_alternative<contracts::hello_message>(*hello)) {
+                if (uploaded) {
+                    installs_.add(container_id_, helper_name_);
+                }
                 co_return std::unique_ptr<helper_session>(
                     std::make_unique<docker_session>(std::move(*stream), std::move(*first)));
             }
@@ -95,11 +109,12 @@ class docker_backend final : public backend {
                                         refused->message};
             }
             const int code = co_await exit_code_of(id);
-            if (attempt == 0 && (code == 126 || code == 127) && options_.helper_in_container.empty()) {
+            if (!uploaded && (code == 126 || code == 127) && ours) {
                 auto placed = co_await upload_helper();
                 if (!placed) {
                     co_return placed.error();
                 }
+                uploaded = true;
                 continue;
             }
             const std::string said = first ? *first : (*stream)->stderr_text();
@@ -191,6 +206,7 @@ class docker_backend final : public backend {
     }
 
     asio::awaitable<void> remove_container() {
+        installs_.forget(container_id_);
         (void)co_await api_.request("POST", "/containers/" + container_ + "/kill");
         (void)co_await api_.request("DELETE", "/containers/" + container_ + "?force=1&v=1");
     }
@@ -219,6 +235,7 @@ class docker_backend final : public backend {
             co_return backend_error{"container " + container_ + " is " +
                                     (facts->paused ? "paused" : "not running")};
         }
+        container_id_ = facts->id;
         subject_user_ = options_.user.empty() ? facts->user : options_.user;
         compose_project_ = facts->compose_project;
         if (!options_.helper_in_container.empty()) {
@@ -286,6 +303,8 @@ class docker_backend final : public backend {
     std::string helper_on_host_;
     std::string container_;
 
+    std::string container_id_; // the engine's id: names, unlike ids, are reused by later containers
+    install_record installs_;
     std::string helper_name_;
     std::string helper_in_container_;
     std::string subject_user_;    // "" when the container runs as root

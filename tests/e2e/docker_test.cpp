@@ -123,15 +123,45 @@ std::vector<std::string> in_container(std::vector<std::string> scenario, const s
     return subject(std::move(scenario), script, in_container_helper);
 }
 
-TEST_CASE("the image holds BusyBox only: no bash, no util-linux setsid --wait (the original fails there)") {
+TEST_CASE(
+    "the image holds BusyBox only: no real bash, no util-linux setsid --wait (the original fails there)") {
     require_engine();
     container c;
-    CHECK(c.exec("command -v bash").exit_code != 0);
+    // `bash` is only a shim over BusyBox sh, for the Harbor-shaped stand-in's `bash -c`.
+    CHECK(c.exec("bash -c 'test -z \"$BASH_VERSION\"'").exit_code == 0);
     CHECK(c.exec("setsid --wait true").exit_code != 0);
     trial t(in_container({}, "\"$HELPER\" frame '{\"busybox\":true}'"), c.relay_args());
     const auto o = t.finish();
     CHECK(o.exit_code == relay::exit_success);
     CHECK(executed_of(o).at("stdout").as_string() == "{\"busybox\":true}");
+}
+
+// The phase log's engine call count ("done … engineCalls=N").
+int engine_calls(const std::string& log) {
+    const auto at = log.rfind("engineCalls=");
+    REQUIRE(at != std::string::npos);
+    return std::stoi(log.substr(at + std::string_view("engineCalls=").size()));
+}
+
+TEST_CASE(
+    "engine calls: a fresh container costs 4 (the upload first), a warm one 3, a wrong record a retry") {
+    require_engine();
+    container c;
+    const std::string script = "\"$HELPER\" frame '{}'";
+    for (const int expected : {4, 3}) {
+        trial t(in_container({}, script), c.relay_args());
+        const auto o = t.finish();
+        CHECK(o.exit_code == relay::exit_success);
+        CHECK(engine_calls(o.relay_log) == expected);
+    }
+    // The helper removed behind the record's back: the exec fails, the helper goes in again, the trial runs.
+    REQUIRE(c.exec("rm -rf /.maka-eval").exit_code == 0);
+    trial t(in_container({}, script), c.relay_args());
+    const auto o = t.finish();
+    CHECK(o.exit_code == relay::exit_success);
+    CHECK(engine_calls(o.relay_log) > 4);
+    trial again(in_container({}, script), c.relay_args());
+    CHECK(engine_calls(again.finish().relay_log) == 3);
 }
 
 TEST_CASE(
