@@ -156,16 +156,15 @@ class bridge_run : public std::enable_shared_from_this<bridge_run> {
   public:
     // `hello` is the probe's, run as the runner's default user: the subject's identity. With `root_steps`
     // (the runner's exec takes user=) and a non-root default user, the run and cancel execs run as root
-    // and the helper drops the subject to that identity; `request_dir` (the root-owned helper directory, if
-    // we installed the helper there) is where the request goes when a root helper reads it.
+    // and the helper drops the subject to that identity. A request a root helper reads goes into the root
+    // directory (`root_dir_requests`: we installed the helper there, so it is writable), else into /tmp.
     bridge_run(bridge_channel& bridge, std::string helper, contracts::hello_message hello,
-               std::string hello_line, bool root_steps, std::string request_dir,
+               std::string hello_line, bool root_steps, bool root_dir_requests,
                asio::any_io_executor executor)
         : bridge_(bridge), helper_(std::move(helper)), uid_(hello.uid), gid_(hello.gid),
           root_supervisor_(root_steps && hello.uid != 0),
-          // The helper unlinks the request once read: only a root helper can in the root-owned directory.
-          request_dir_(!request_dir.empty() && (hello.uid == 0 || root_supervisor_) ? std::move(request_dir)
-                                                                                    : std::string("/tmp")),
+          // The helper unlinks the request once read: only a root helper can in the root directory.
+          request_dir_(root_dir_requests && (hello.uid == 0 || root_supervisor_) ? "" : "/tmp"),
           executor_(std::move(executor)), lines_(executor_, 16) {
         if (root_supervisor_) {
             hello.supervisor_uid = 0;
@@ -419,22 +418,36 @@ class bridge_backend final : public backend {
     }
     std::optional<unsigned> engine_calls() const override { return bridge_.calls(); }
 
-    // One exec on the common path (`probe`). Only when it finds no helper — the first trial in this
-    // environment — is the helper installed and probed again.
+    // One exec on the common path (`probe`). In an environment the adapter has not run a trial in
+    // (--bridge-fresh: one environment per trial is the normal case) the helper is uploaded first, so the
+    // first trial costs one call more, not four; a probe that still finds no helper installs it then.
     asio::awaitable<boost::system::result<std::unique_ptr<helper_session>, backend_error>>
     open_session() override {
+        const bool ours = options_.helper_in_container.empty();
         if (helper_.empty()) {
-            if (!options_.helper_in_container.empty()) {
+            if (!ours) {
                 helper_ = options_.helper_in_container;
             } else {
                 auto name = helper_content_name(helper_on_host_);
                 if (!name) {
                     co_return name.error();
                 }
-                helper_ = "/" + std::string(helper_directory) + "/" + *name;
+                // In the root directory, which exists in every image and only root may write: the runner's
+                // upload cannot create a directory, and a subject can neither replace the helper nor plant
+                // one for a later trial's root execs.
+                helper_ = "/" + std::string(helper_directory) + "-" + *name;
             }
         }
-        for (int attempt = 0; attempt < 2; ++attempt) {
+        bool uploaded = false;
+        bool made_executable = false;
+        if (ours && options_.bridge_fresh) {
+            auto placed = co_await upload_helper();
+            if (!placed) {
+                co_return placed.error();
+            }
+            uploaded = true;
+        }
+        for (int attempt = 0; attempt < 3; ++attempt) {
             const std::vector<std::string> probe{helper_, "probe"};
             bridge_exec request{sh_join(probe), {}, {}, seconds(60), {}};
             auto probed = co_await bridge_.exec(std::move(request), call_deadline);
@@ -444,21 +457,26 @@ class bridge_backend final : public backend {
             for (auto& line : session_lines(probed->out)) {
                 auto message = contracts::parse_session_message(line);
                 if (const auto* hello = std::get_if<contracts::hello_message>(&*message)) {
-                    std::string request_dir = options_.helper_in_container.empty()
-                                                  ? "/" + std::string(helper_directory)
-                                                  : std::string();
                     co_return std::unique_ptr<helper_session>(std::make_unique<bridge_session>(
                         std::make_shared<bridge_run>(bridge_, helper_, *hello, std::move(line),
-                                                     options_.bridge_switches_user, std::move(request_dir),
-                                                     executor_)));
+                                                     options_.bridge_switches_user, ours, executor_)));
                 }
             }
-            if (attempt == 0 && (probed->exit_code == 126 || probed->exit_code == 127) &&
-                options_.helper_in_container.empty()) {
-                auto installed = co_await install();
-                if (!installed) {
-                    co_return installed.error();
+            if (ours && probed->exit_code == 127 && !uploaded) {
+                auto placed = co_await upload_helper();
+                if (!placed) {
+                    co_return placed.error();
                 }
+                uploaded = true;
+                continue;
+            }
+            if (ours && probed->exit_code == 126 && !made_executable) {
+                // A runner whose upload dropped the mode bits.
+                auto marked = co_await make_executable();
+                if (!marked) {
+                    co_return marked.error();
+                }
+                made_executable = true;
                 continue;
             }
             co_return backend_error{"maka-eval-helper did not start in the environment (exit " +
@@ -516,20 +534,18 @@ class bridge_backend final : public backend {
     std::string artifacts_dir() const override { return std::string(contracts::artifacts_directory); }
 
   private:
-    // Root-owned directory and binary: an unprivileged subject can neither replace the helper nor plant
-    // one for the next trial's root execs.
-    asio::awaitable<boost::system::result<void, backend_error>> install() {
-        const std::string dir = "/" + std::string(helper_directory);
-        bridge_exec prepare{"mkdir -p " + dir + " && chmod 0755 " + dir, {}, "root", seconds(60), {}};
-        auto made = co_await bridge_.exec(std::move(prepare), call_deadline);
-        if (!made || made->exit_code != 0) {
-            co_return backend_error{"cannot create " + dir + " in the environment: " +
-                                    (made ? tail_of(made->out + made->err) : made.error().message)};
-        }
+    // The runner's upload writes as root and keeps the mode (0755): a root-owned binary in a root-owned
+    // directory.
+    asio::awaitable<boost::system::result<void, backend_error>> upload_helper() {
         auto uploaded = co_await bridge_.upload(helper_on_host_, helper_, install_deadline);
         if (!uploaded) {
-            co_return backend_error{"cannot upload maka-eval-helper: " + uploaded.error().message};
+            co_return backend_error{"cannot upload maka-eval-helper to " + helper_ + ": " +
+                                    uploaded.error().message};
         }
+        co_return boost::system::result<void, backend_error>{};
+    }
+
+    asio::awaitable<boost::system::result<void, backend_error>> make_executable() {
         bridge_exec finish{"chmod 0755 " + sh_quote(helper_), {}, "root", seconds(60), {}};
         auto marked = co_await bridge_.exec(std::move(finish), call_deadline);
         if (!marked || marked->exit_code != 0) {

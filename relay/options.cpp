@@ -33,7 +33,8 @@ options (both modes):
                             bridge: the trial runner's environment, served by the Python adapter
                             (relay/harbor) on the socket it passes as --bridge-fd N, with
                             --bridge-switches-user when the runner's exec takes user= (then the subject runs
-                            as the runner's default user under a root supervisor it cannot reach)
+                            as the runner's default user under a root supervisor it cannot reach), and
+                            --bridge-fresh when no trial ran in that environment yet (the helper goes in first)
   --teardown-timeout-ms N   budget to stop a cancelled subject before destroying the environment (110000)
   --term-grace-ms N         TERM before KILL when settling (20000)
   --kill-grace-ms N         KILL before giving up when settling (10000)
@@ -175,6 +176,8 @@ boost::system::result<bool, usage_error> common_option(std::span<const std::stri
         out.keep_leftovers = true;
     } else if (name == "--bridge-switches-user") {
         out.bridge_switches_user = true;
+    } else if (name == "--bridge-fresh") {
+        out.bridge_fresh = true;
     } else if (name == "--user") {
         const auto v = value();
         if (!v || v->empty() || v->front() == ':' || v->find('\0') != std::string_view::npos) {

@@ -38,6 +38,7 @@ struct common_options {
     std::string helper_in_container;      // docker, bridge: the helper is already there (no upload)
     int bridge_fd = -1;                   // bridge: the adapter's socket, inherited
     bool bridge_switches_user = false;    // bridge: the runner's exec honours user= (root steps possible)
+    bool bridge_fresh = false;            // bridge: no trial ran in this environment yet (install first)
     std::string user;                     // docker, local as root: the subject's user (docker exec -u)
     std::uint64_t artifact_limit = contracts::default_artifact_limit_bytes; // per artifact, on disk
     bool keep_leftovers = false; // do not stop what earlier trials' subjects left running

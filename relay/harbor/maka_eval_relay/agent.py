@@ -34,6 +34,7 @@ import socket
 import tempfile
 import http.client
 import urllib.parse
+import weakref
 from pathlib import Path
 from typing import Any, Callable
 
@@ -143,6 +144,10 @@ class RelayAgentCore:
             if callable(getattr(environment, "exec", None)) and _accepts(environment.exec, "user"):
                 # Root steps are possible: the subject runs as the default user under a root supervisor.
                 argv += ["--bridge-switches-user"]
+            if not _served_before(environment):
+                # One environment per trial is the normal case: put the helper in first (one upload)
+                # rather than learn from a failing probe that it is missing.
+                argv += ["--bridge-fresh"]
         # The task's environment goes on a pipe, never on a command line; the relay reads it at start.
         task_env = task_environment(environment)
         env_read = env_write = None
@@ -278,6 +283,19 @@ class RelayAgentCore:
             if sink is not None:
                 sink.close()
         return errors, phases
+
+
+_served: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+
+def _served_before(environment: Any) -> bool:
+    """Whether a trial already ran in this environment object in this process; remembers this one."""
+    try:
+        seen = environment in _served
+        _served.add(environment)
+    except TypeError:  # an object that takes no weak references: treated as fresh every time
+        return False
+    return seen
 
 
 def _write_and_close(fd: int, data: bytes) -> None:

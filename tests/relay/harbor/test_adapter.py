@@ -365,13 +365,16 @@ class Scenarios:
                          ["noise", "credential-ok"])
         self.assertEqual(t.sh("cat /logs/artifacts/maka-subject.stderr.txt").stdout, "to-stderr\n")
         # The run request (credentials) was unlinked, the scope file removed; nothing on the host either.
-        self.assertEqual(t.sh("ls -a /tmp /logs/agent | grep maka-eval || true").stdout, "")
+        self.assertEqual(t.sh("ls -a / /tmp /logs/agent | grep maka-eval | grep -v '^.maka-eval-helper-' || true")
+                         .stdout, "")
         self.assertEqual([name for name in os.listdir(host_tmp) if name.startswith("maka-eval")], [])
         self.assertNotIn(CREDENTIAL, t.relay_log())
         self.assertNotIn(t.token, t.relay_log())
         self.assertIn('"backend":"bridge', t.relay_log())
-        # A second trial in the same environment finds the helper: probe, request upload, run.
+        # A fresh environment: the helper goes in first, then probe, request upload, run (the original: 7).
         first = list(t.env.calls)
+        self.assertEqual(first, ["upload_file", "exec", "upload_file", "exec"])
+        # A second trial in the same environment finds the helper: probe, request upload, run.
         t.env.calls.clear()
         again = Orchestrator(t.token, "exit 3")
         self.addCleanup(again.close)
@@ -379,7 +382,18 @@ class Scenarios:
         self.assertIsNone(t.run())
         self.assertEqual(again.transcript()["executed"]["exitCode"], 3)
         self.assertEqual(t.env.calls, ["exec", "upload_file", "exec"])
-        self.assertEqual(first.count("upload_file"), 2)  # the helper once, the request once
+
+    def test_a_helper_removed_between_trials_is_installed_again_after_the_probe(self):
+        t = Trial(self, self.module, "exit 0")
+        self.assertIsNone(t.run())
+        self.assertEqual(t.sh("rm /.maka-eval-helper-*").returncode, 0)
+        t.env.calls.clear()
+        again = Orchestrator(t.token, "exit 4")
+        self.addCleanup(again.close)
+        t.agent._port = again.port
+        self.assertIsNone(t.run())
+        self.assertEqual(again.transcript()["executed"]["exitCode"], 4)
+        self.assertEqual(t.env.calls, ["exec", "upload_file", "exec", "upload_file", "exec"])
 
     def test_an_execute_refusal_raises_with_the_originals_text_and_runs_nothing(self):
         raw = json.dumps({"command": "sh", "args": ["-c", "touch /tmp/ran"], "environment": {"1BAD": "x"},
@@ -553,13 +567,13 @@ class HarborTest(Scenarios, unittest.TestCase):
 
     def test_a_non_root_subject_on_the_bridge_cannot_stop_its_supervisor_or_read_the_request(self):
         script = ("kill -9 $PPID 2>/dev/null; kill -STOP $PPID 2>/dev/null; "
-                  "cat /.maka-eval/.maka-eval-run-* 2>/dev/null | wc -c; echo done")
+                  "cat /.maka-eval-run-* 2>/dev/null | wc -c; echo done")
         t = Trial(self, self.module, script, default_user="agent")
         self.assertIsNone(t.run())
         executed = t.orchestrator.transcript()["executed"]
         self.assertEqual((executed["termination"], executed["exitCode"]), ("exited", 0))
         self.assertEqual(t.sh("cat /logs/artifacts/maka-subject.stdout.txt").stdout, "0\ndone\n")
-        self.assertEqual(t.sh("ls -a /.maka-eval /tmp | grep maka-eval-run || true").stdout, "")
+        self.assertEqual(t.sh("ls -a / /tmp | grep maka-eval-run || true").stdout, "")
 
 
 class PierTest(Scenarios, unittest.TestCase):
@@ -577,7 +591,7 @@ class PierTest(Scenarios, unittest.TestCase):
 
     def test_without_user_a_non_root_default_user_cannot_install_the_helper(self):
         t = Trial(self, self.module, "exit 0", run_args=("--user", "1000:1000"))
-        with self.assertRaisesRegex(RuntimeError, "cannot create /.maka-eval"):
+        with self.assertRaisesRegex(RuntimeError, "cannot give the run request to uid 1000"):
             t.run()
 
 
