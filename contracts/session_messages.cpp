@@ -203,7 +203,8 @@ struct to_json_visitor {
                 {"gid", m.gid},
                 {"capabilities", to_json(m.capabilities)},
                 {"netns", m.net_namespace},
-                {"supervisorUid", m.supervisor_uid}};
+                {"supervisorUid", m.supervisor_uid},
+                {"heartbeatMs", m.heartbeat_ms}};
     }
     json::object operator()(const run_request& m) const {
         json::array argv;
@@ -263,6 +264,9 @@ struct to_json_visitor {
                 {"code", m.code},
                 {"message", m.message}};
     }
+    json::object operator()(const heartbeat_message&) const {
+        return {{"kind", "heartbeat"}, {"version", session_protocol_version}};
+    }
     json::object operator()(const pinned_message& m) const {
         return {{"kind", "pinned"}, {"version", session_protocol_version}, {"ip", m.ip}, {"host", m.host}};
     }
@@ -321,6 +325,7 @@ boost::system::result<session_message, failure> from_json(const json::object& ob
                         r.text("netns")};
         // Absent from older helpers, which always ran as the subject.
         m.supervisor_uid = r.integer("supervisorUid", 0, std::numeric_limits<std::uint32_t>::max(), m.uid);
+        m.heartbeat_ms = static_cast<std::uint32_t>(r.integer("heartbeatMs", 0, max_ms, 0));
         out = std::move(m);
     } else if (kind == "run") {
         run_request m;
@@ -387,6 +392,8 @@ boost::system::result<session_message, failure> from_json(const json::object& ob
         out = error_message{r.text("code"), r.text("message")};
     } else if (kind == "pinned") {
         out = pinned_message{r.text("ip"), r.text("host")};
+    } else if (kind == "heartbeat") {
+        out = heartbeat_message{};
     } else {
         return failure{session_error::unknown_kind, kind};
     }

@@ -1,10 +1,10 @@
 // The relay ⇄ helper session: NDJSON over the helper's stdin/stdout (its stderr is a log).
 //
 // Every message carries `kind` and the protocol `version`. Helper → relay: hello, started, exited, settled,
-// error (and `pinned` from the pin-proxy subcommand). Relay → helper: run, cancel. The `run` request is the
-// only place secrets travel (environment, credentials, result token), which is why it is never logged and
-// never written to a file the helper keeps. Parsing names the first bad field, so either side can answer a
-// malformed message with a precise `error`.
+// error, heartbeat (and `pinned` from the pin-proxy subcommand). Relay → helper: run, cancel. The `run`
+// request is the only place secrets travel (environment, credentials, result token), which is why it is never
+// logged and never written to a file the helper keeps. Parsing names the first bad field, so either side can
+// answer a malformed message with a precise `error`.
 #pragma once
 
 #include "contracts/diagnostic.hpp"
@@ -26,6 +26,8 @@ namespace maka_eval::contracts {
 inline constexpr std::int64_t session_protocol_version = 1;
 // The `run` request carries the subject's environment; 4 MiB bounds it generously.
 inline constexpr std::size_t session_line_limit_bytes = std::size_t{4} * 1024 * 1024;
+// How often a session helper says it is alive while the subject runs; the relay allows three missed beats.
+inline constexpr std::uint32_t session_heartbeat_ms = 2000;
 
 enum class session_error {
     bad_line = 1,     // too long, not UTF-8, not a JSON object
@@ -54,6 +56,8 @@ struct hello_message {
     // The supervisor's own uid: 0 when the subject (uid/gid above) runs under a root supervisor it cannot
     // signal or read; equal to `uid` in same-uid mode, where the supervisor is within the subject's reach.
     std::int64_t supervisor_uid = 0;
+    // The interval of `heartbeat` while a subject runs (session mode); 0: none (probe, older helpers).
+    std::uint32_t heartbeat_ms = 0;
 };
 
 struct run_request {
@@ -121,13 +125,17 @@ struct error_message {
     std::string message;
 };
 
+// The supervisor is alive and answering: sent every `heartbeat_ms` while the subject runs. A supervisor
+// that is stopped (SIGSTOP from a root subject) or hung goes quiet, which the relay notices.
+struct heartbeat_message {};
+
 struct pinned_message {
     std::string ip;
     std::string host;
 };
 
 using session_message = std::variant<hello_message, run_request, cancel_request, started_message,
-                                     report_message, error_message, pinned_message>;
+                                     report_message, error_message, pinned_message, heartbeat_message>;
 
 [[nodiscard]] std::string serialize(const session_message& message); // one line with "\n"
 [[nodiscard]] boost::json::object to_json(const session_message& message);

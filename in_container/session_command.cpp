@@ -103,6 +103,7 @@ int session_command(std::span<const std::string_view> args) {
         emit(contracts::error_message{"spawn-failed", "cannot probe the environment as " + user});
         return exit_failed;
     }
+    hello->heartbeat_ms = contracts::session_heartbeat_ms; // supervise() beats while the subject runs
     emit(*hello);
     line_reader control(STDIN_FILENO, contracts::session_line_limit_bytes);
     auto request = await_run(control, signal_fd);

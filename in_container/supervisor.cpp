@@ -303,12 +303,22 @@ void supervision::loop() {
     if (io_.control != nullptr) {
         process_control(); // lines that arrived together with `run`
     }
+    // Session mode: a heartbeat while we run, so that the relay notices a supervisor that was stopped.
+    const bool beating = io_.control != nullptr && io_.emit;
+    const auto beat = std::chrono::milliseconds(contracts::session_heartbeat_ms);
+    auto next_beat = clock_type::now() + beat;
     while (phase_ != phase::done) {
         int timeout = -1;
         if (deadline_) {
             const auto left =
                 std::chrono::duration_cast<std::chrono::milliseconds>(*deadline_ - clock_type::now()).count();
             timeout = static_cast<int>(std::max<long long>(0, std::min<long long>(left, 60'000)));
+        }
+        if (beating) {
+            const auto until_beat =
+                std::chrono::duration_cast<std::chrono::milliseconds>(next_beat - clock_type::now()).count();
+            const int wait = static_cast<int>(std::max<long long>(0, until_beat));
+            timeout = timeout < 0 ? wait : std::min(timeout, wait);
         }
         if (phase_ == phase::killing) {
             timeout = timeout < 0 ? 20 : std::min(timeout, 20); // re-KILL what forked since the last round
@@ -334,7 +344,12 @@ void supervision::loop() {
         if (fds[3].fd >= 0 && fds[3].revents != 0) {
             on_stream(err_, false);
         }
-        on_timer(clock_type::now());
+        const auto now = clock_type::now();
+        on_timer(now);
+        if (beating && now >= next_beat) {
+            io_.emit(contracts::heartbeat_message{});
+            next_beat = now + beat;
+        }
     }
 }
 

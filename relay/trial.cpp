@@ -110,7 +110,9 @@ class trial : public std::enable_shared_from_this<trial> {
     asio::awaitable<std::optional<contracts::report_message>> settle(const std::string& reason);
     // The helper vanished: settles the scope through the backend, destroys as the last resort, and says what
     // happened for the outcome.
-    asio::awaitable<std::string> recover();
+    // `what` says what became of the supervisor, for the outcome.
+    asio::awaitable<std::string> recover(std::string what = "vanished without a report (killed from inside "
+                                                            "the environment?)");
     // Settling gets the teardown budget less the stop reserve, min(20 s, 20 %); destroy the rest.
     [[nodiscard]] milliseconds settle_span() const {
         const auto budget = milliseconds(config_.common.teardown_timeout_ms);
@@ -151,6 +153,9 @@ class trial : public std::enable_shared_from_this<trial> {
     std::unique_ptr<helper_session> session_;
     std::optional<int> pgid_;
     std::string scope_path_;
+    // The supervisor's liveness: its heartbeat interval (0: it sends none) and when it last said anything.
+    milliseconds heartbeat_{0};
+    clock_type::time_point last_heard_ = clock_type::now();
     bool host_teardown_ = false;
     bool executed_sent_ = false;
 };
@@ -206,10 +211,14 @@ asio::awaitable<void> trial::read_helper() {
             post({event::kind::helper_closed, {}, {}, 0});
             co_return;
         }
+        last_heard_ = clock_type::now();
         auto message = contracts::parse_session_message(*line);
         if (!message) {
             log_.error("helper sent an unreadable line: " + message.error().message());
             continue;
+        }
+        if (std::holds_alternative<contracts::heartbeat_message>(*message)) {
+            continue; // its whole meaning is in last_heard_
         }
         post({event::kind::helper_message, {}, std::move(*message), 0});
     }
@@ -335,6 +344,7 @@ asio::awaitable<trial_outcome> trial::prepare_and_run() {
     const char* supervision = hello->supervisor_uid == 0 && hello->uid != 0 ? "root"
                               : hello->uid == 0                             ? "root-subject"
                                                                             : "same-uid";
+    heartbeat_ = milliseconds(hello->heartbeat_ms);
     log_.phase("helper", {{"cwd", hello->cwd},
                           {"helper", hello->helper_version},
                           {"subjectUid", std::to_string(hello->uid)},
@@ -468,9 +478,26 @@ asio::awaitable<trial_outcome> trial::supervise(const contracts::execute_request
     if (!run_sent) {
         co_return outcome(exit_environment, "the helper session ended before the subject started");
     }
+    last_heard_ = clock_type::now();
     while (true) {
-        auto e = co_await next(std::nullopt);
+        // Three missed heartbeats: the supervisor is stopped (a root subject can SIGSTOP it) or hung.
+        std::optional<clock_type::time_point> quiet_until;
+        if (heartbeat_.count() > 0) {
+            quiet_until = last_heard_ + 3 * heartbeat_;
+        }
+        auto e = co_await next(quiet_until);
+        if (!e && quiet_until && clock_type::now() >= last_heard_ + 3 * heartbeat_) {
+            const auto silent = std::chrono::duration_cast<milliseconds>(clock_type::now() - last_heard_);
+            log_.error("the supervisor stopped answering: no heartbeat for " +
+                       std::to_string(silent.count()) + " ms");
+            const auto recovered =
+                co_await recover("stopped answering (stopped from inside the environment, or hung)");
+            co_return outcome(exit_environment, "Maka Eval subject execution failed: " + recovered);
+        }
         if (!e) {
+            if (quiet_until && events_.is_open()) {
+                continue; // a heartbeat arrived meanwhile: wait again from it
+            }
             co_return outcome(exit_internal, "event channel closed");
         }
         if (e->what == event::kind::helper_message) {
@@ -612,14 +639,14 @@ asio::awaitable<void> trial::destroy_by(clock_type::time_point until) {
     co_await env_.destroy(pgid_, std::max(left, milliseconds(1)));
 }
 
-asio::awaitable<std::string> trial::recover() {
+asio::awaitable<std::string> trial::recover(std::string what) {
     const auto final_deadline = clock_type::now() + milliseconds(config_.common.teardown_timeout_ms);
     const auto outcome = co_await env_.recover(pgid_, scope_path_, settle_span());
     switch (outcome) {
     case recovery::settled:
         log_.phase("recovered", {{"how", "cancel without the supervisor"}});
-        co_return "the supervisor vanished without a report (killed from inside the environment?); the "
-                  "subject was stopped through a fresh cancel, the environment is intact";
+        co_return "the supervisor " + what +
+            "; the subject was stopped through a fresh cancel, the environment is intact";
     case recovery::environment_gone:
         log_.phase("recovered", {{"how", "environment no longer running"}});
         co_return "the environment stopped while the subject ran (killed from outside?); nothing was left "
@@ -628,8 +655,8 @@ asio::awaitable<std::string> trial::recover() {
         break;
     }
     co_await destroy_by(final_deadline);
-    co_return "the helper session ended without a report and the subject could not be settled without it; "
-              "the environment was destroyed";
+    co_return "the supervisor " + what +
+        " and the subject could not be settled without it; the environment was destroyed";
 }
 
 asio::awaitable<trial_outcome> trial::cancelled(const contracts::execute_request& request, int signal) {

@@ -238,7 +238,7 @@ TEST_CASE("the result-frame matrix through a container equals the projection, ex
     CHECK(c.exec("cat /logs/artifacts/maka-subject.stderr.txt").out == "on-stderr\n");
 }
 
-TEST_CASE("environment and credentials reach the subject; no credential in argv, files or docker events") {
+TEST_CASE("environment and credentials reach the subject, no credential in argv, files or docker events") {
     require_engine();
     container c;
     const std::string canary = "canary-e2e-" + std::to_string(::getpid());
@@ -463,8 +463,26 @@ TEST_CASE("security: a root subject that kills its supervisor is settled without
     CHECK(c.no_process_soon("sleep 3621"));
 }
 
+TEST_CASE("security: a root subject that stops its supervisor is noticed by the heartbeat and settled") {
+    require_engine();
+    container c;
+    trial t(in_container({}, "sleep 3630 & kill -STOP $PPID; sleep 3631"), c.relay_args());
+    const auto begun = std::chrono::steady_clock::now();
+    const auto o = t.finish(30000);
+    CHECK(o.exit_code == relay::exit_environment);
+    CHECK(o.relay_log.find("the supervisor stopped answering") != std::string::npos);
+    CHECK(o.relay_log.find("stopped through a fresh cancel") != std::string::npos);
+    CHECK(o.relay_log.find("destroy") == std::string::npos);
+    // Three missed 2 s beats, then the cancel: well inside the budget, not at its end.
+    CHECK(std::chrono::steady_clock::now() - begun < 20s);
+    CHECK(c.running());
+    CHECK(c.no_process_soon("sleep 3630"));
+    CHECK(c.no_process_soon("sleep 3631"));
+    CHECK(c.no_process_soon(in_container_helper + " session", true));
+}
+
 TEST_CASE(
-    "security: a uid-1000 subject runs with /logs/artifacts root-owned 755 or 1777; a symlink is refused") {
+    "security: a uid-1000 subject runs with /logs/artifacts root-owned 755 or 1777, a symlink is refused") {
     require_engine();
     for (const std::string mode : {"755", "1777"}) {
         CAPTURE(mode);

@@ -47,8 +47,10 @@ class session {
     contracts::hello_message hello;
     void start(const contracts::run_request& request);
     // The next message of the given kind ("started", "exited", "settled", "error"); fails the test otherwise.
+    // Heartbeats are counted in `heartbeats`, never returned.
     std::optional<contracts::session_message> next(int timeout_ms = 15000);
     child_process process;
+    unsigned heartbeats = 0;
 };
 
 } // namespace maka_eval::test

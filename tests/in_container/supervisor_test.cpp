@@ -81,6 +81,30 @@ TEST_CASE("a normal exit passes the frame through, keeps stdout and stderr apart
     CHECK(s.process.wait() == 0);
 }
 
+TEST_CASE("hello announces the heartbeat, and a running subject's supervisor beats at that interval") {
+    scratch dir;
+    session s;
+    CHECK(s.hello.heartbeat_ms == contracts::session_heartbeat_ms);
+    const std::string marker = (dir.path() / "beaten").string();
+    s.start(dir.request({"sh", "-c", "while [ ! -e " + marker + " ]; do sleep 0.05; done"}));
+    started_of(s.next());
+    // Two beats: read the raw lines until then (next() would swallow them), then let the subject end.
+    int beats = 0;
+    const auto begun = std::chrono::steady_clock::now();
+    while (beats < 2) {
+        const auto line = s.process.read_line(10000);
+        REQUIRE(line);
+        const auto message = contracts::parse_session_message(*line);
+        REQUIRE(message.has_value());
+        REQUIRE(std::holds_alternative<contracts::heartbeat_message>(*message));
+        ++beats;
+    }
+    const auto took = std::chrono::steady_clock::now() - begun;
+    CHECK(took >= std::chrono::milliseconds(2 * contracts::session_heartbeat_ms - 500));
+    std::ofstream(marker) << "";
+    report_of(s.next(), false);
+}
+
 TEST_CASE("C7: when the scope cannot be published the subject never starts") {
     scratch dir;
     session s;

@@ -27,7 +27,7 @@ TEST_CASE("a name: its uid, primary gid, HOME and the groups that list it") {
     CHECK(id.groups == std::vector<std::uint32_t>{999, 44});
 }
 
-TEST_CASE("a uid with an entry is that entry; without one it runs with gid 0 and HOME /") {
+TEST_CASE("a uid with an entry is that entry, without one it runs with gid 0 and HOME /") {
     CHECK(resolve_user("1000", passwd, group).value().name == "agent");
     const auto bare = resolve_user("4242", passwd, group).value();
     CHECK(bare.uid == 4242);

@@ -86,7 +86,7 @@ TEST_CASE("exit codes and captureStdout:false reach the orchestrator as the orig
     CHECK(contracts::to_wire(executed.at("diagnostic")) == "{\"category\":\"none\"}");
 }
 
-TEST_CASE("environment and credentials reach the subject; no secret is on any command line") {
+TEST_CASE("environment and credentials reach the subject, no secret is on any command line") {
     const std::string canary = "canary-" + std::to_string(::getpid());
     // Only the orchestrator double has the value (in its environment): the relay's environment does not.
     trial t(
@@ -322,7 +322,7 @@ TEST_CASE("an invalid teardown timeout is refused before connecting, with the or
     }
 }
 
-TEST_CASE("the relay token is never taken from argv; a token file must be private") {
+TEST_CASE("the relay token is never taken from argv, a token file must be private") {
     auto r = run_process({relay_binary, "connect", "--host", "127.0.0.1", "--port", "9", "--token", "x"}, "",
                          std::vector<std::string>{"PATH=/usr/bin:/bin"});
     CHECK(r.exit_code == relay::exit_usage);
