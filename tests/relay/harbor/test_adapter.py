@@ -314,12 +314,31 @@ class Trial:
         assert listing.returncode == 0, listing.stderr  # a probe that cannot run must fail the test
         return [line.strip() for line in listing.stdout.splitlines()]
 
-    def no_process_soon(self, command_line: str) -> bool:
-        for _ in range(100):
+    def no_process_soon(self, command_line: str, seconds: float = 5.0) -> bool:
+        # A zombie shows as "[name]" in BusyBox ps: it never matches a command line, so it counts as gone.
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
             if command_line not in self.processes():
                 return True
             time.sleep(0.05)
-        return False
+        return command_line not in self.processes()
+
+    async def kill_relay_when_running(self, command_line: str) -> None:
+        """Runs the trial and SIGKILLs the relay once `command_line` runs in the container."""
+        task = asyncio.create_task(self.agent.run("do the task", self.env, None))
+        for _ in range(400):
+            if command_line in self.processes():
+                break
+            await asyncio.sleep(0.05)
+        else:
+            raise AssertionError(f"{command_line} never ran")
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            with contextlib.suppress(OSError):
+                parent = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+                command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                if int(parent) == os.getpid() and command[0] == RELAY.encode():
+                    os.kill(int(pid), signal.SIGKILL)
+        await task
 
     def relay_log(self) -> str:
         path = self.logs / "maka-eval-relay.log"
@@ -469,23 +488,8 @@ class Scenarios:
 
     def test_a_killed_relay_leaves_nothing_running(self):
         t = Trial(self, self.module, "sleep 3604")
-
-        async def kill_relay_mid_run():
-            task = asyncio.create_task(t.agent.run("do the task", t.env, None))
-            for _ in range(400):
-                if "sleep 3604" in t.processes():
-                    break
-                await asyncio.sleep(0.05)
-            for pid in filter(str.isdigit, os.listdir("/proc")):
-                with contextlib.suppress(OSError):
-                    parent = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
-                    command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-                    if int(parent) == os.getpid() and command[0] == RELAY.encode():
-                        os.kill(int(pid), signal.SIGKILL)
-            await task
-
         with self.assertRaisesRegex(RuntimeError, "exited with status -9"):
-            asyncio.run(kill_relay_mid_run())
+            asyncio.run(t.kill_relay_when_running("sleep 3604"))
         self.assertTrue(t.no_process_soon("sleep 3604"))
 
 
@@ -564,6 +568,16 @@ class HarborTest(Scenarios, unittest.TestCase):
 
     def test_the_subject_runs_as_root_with_the_task_env_on_the_bridge(self):
         self._as_default_user("root", False, "0:0", "root-subject")
+
+    def test_a_non_root_subject_cannot_hide_from_the_dead_man_switch_by_deleting_its_scope(self):
+        # The scope record is root's (/run/maka-eval): the subject's attempts fail, and when the relay is
+        # SIGKILLed the adapter's abandon cancel (as root) still finds and settles it.
+        script = ("rm -f /logs/agent/.maka-eval-*.pid /run/maka-eval/* /tmp/.maka-eval-state/* 2>/dev/null; "
+                  "sleep 3606")
+        t = Trial(self, self.module, script, default_user="agent")
+        with self.assertRaisesRegex(RuntimeError, "exited with status -9"):
+            asyncio.run(t.kill_relay_when_running("sleep 3606"))
+        self.assertTrue(t.no_process_soon("sleep 3606", seconds=15))
 
     def test_a_non_root_subject_on_the_bridge_cannot_stop_its_supervisor_or_read_the_request(self):
         script = ("kill -9 $PPID 2>/dev/null; kill -STOP $PPID 2>/dev/null; "
