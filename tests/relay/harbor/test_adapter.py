@@ -569,6 +569,15 @@ class HarborTest(Scenarios, unittest.TestCase):
     def test_the_subject_runs_as_root_with_the_task_env_on_the_bridge(self):
         self._as_default_user("root", False, "0:0", "root-subject")
 
+    def test_a_root_subject_that_kills_its_supervisor_on_the_bridge_is_settled_not_destroyed(self):
+        t = Trial(self, self.module, "sleep 3607 & kill -9 $PPID; sleep 3608")
+        with self.assertRaisesRegex(RuntimeError, "stopped through a fresh cancel"):
+            t.run()
+        self.assertNotIn("stop", t.env.calls)  # never destroyed
+        self.assertTrue(t.no_process_soon("sleep 3607"))
+        self.assertTrue(t.no_process_soon("sleep 3608"))
+        self.assertEqual(t.sh("true").returncode, 0)  # the container is still there
+
     def test_a_non_root_subject_cannot_hide_from_the_dead_man_switch_by_deleting_its_scope(self):
         # The scope record is root's (/run/maka-eval): the subject's attempts fail, and when the relay is
         # SIGKILLed the adapter's abandon cancel (as root) still finds and settles it.
