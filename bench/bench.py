@@ -41,10 +41,10 @@ def docker(*args, check=True):
 
 
 class Container:
-    def __init__(self, name):
+    def __init__(self, name, *run_args):
         self.name = name
         docker("rm", "-f", name, check=False)
-        docker("run", "-d", "--name", name, "maka-eval-test-busybox:test")
+        docker("run", "-d", "--name", name, *run_args, "maka-eval-test-busybox:test")
 
     def remove(self):
         docker("rm", "-f", self.name, check=False)
@@ -198,24 +198,77 @@ def cli_exec_ms(container):
 
 def cold(relay, repeats, rows):
     """One container per trial, the normal case: the first trial's cost is the per-trial cost. Each repeat
-    starts two fresh containers (not timed): one for the baseline, one for the trial."""
-    baseline, walls, calls = [], [], []
+    starts fresh containers (not timed): one for the baseline, one per trial variant. Variants: the helper
+    uploaded (one archive PUT), and the helper mounted read-only (as Harbor's mounts can do: no upload)."""
+    helper = os.path.join(os.path.dirname(os.path.dirname(relay)), "in_container", "maka-eval-helper")
+    mounted = ("-v", f"{helper}:/maka-eval/maka-eval-helper:ro")
+    baseline, put = [], []
+    variants = {"uploaded": ([], [], (), ()),
+                "mounted": ([], [], mounted, ("--helper-in-container", "/maka-eval/maka-eval-helper"))}
     for i in range(repeats):
-        a, b = Container(f"maka-bench-cold-a{i}"), Container(f"maka-bench-cold-b{i}")
+        a = Container(f"maka-bench-cold-a{i}")
         try:
             baseline.append(cli_exec_ms(a.name))
-            wall, result, ph = run_trial(relay, b.name, "true")
-            assert result["executed"]["exitCode"] == 0, result
-            walls.append(wall * 1000)
-            calls.append(int(ph["done"]["engineCalls"]))
         finally:
             a.remove()
-            b.remove()
-    ratio = statistics.median(walls) / statistics.median(baseline)
+        for label, (walls, calls, run_args, extra) in variants.items():
+            b = Container(f"maka-bench-cold-{label}{i}", *run_args)
+            try:
+                wall, result, ph = run_trial(relay, b.name, "true", extra)
+                assert result["executed"]["exitCode"] == 0, result
+                walls.append(wall * 1000)
+                calls.append(int(ph["done"]["engineCalls"]))
+            finally:
+                b.remove()
+        # What one archive upload costs the engine by itself, in another fresh container: a tiny file.
+        c = Container(f"maka-bench-cold-put{i}")
+        try:
+            put.append(put_archive_ms(c.name, tiny_tar()))
+        finally:
+            c.remove()
+    base = statistics.median(baseline)
     rows.append(("bare `docker exec … true` via the CLI, fresh container (cold baseline)", fmt(baseline, "ms"), ""))
-    rows.append(("cold trial: relay start → exit in a fresh container, no-op subject", fmt(walls, "ms"),
-                 f"{ratio:.2f}× cold baseline (target ≤ 1.5×); {statistics.median(calls):.0f} engine calls "
-                 "(target ≤ 4)"))
+    rows.append(("one archive PUT of a 6-byte file, fresh container (the engine's own upload cost)", fmt(put, "ms"),
+                 f"{statistics.median(put) / base:.2f}× cold baseline"))
+    for label, (walls, calls, _, _) in variants.items():
+        rows.append((f"cold trial, helper {label}: relay start → exit in a fresh container", fmt(walls, "ms"),
+                     f"{statistics.median(walls) / base:.2f}× cold baseline (target ≤ 1.5×); "
+                     f"{statistics.median(calls):.0f} engine calls (target ≤ 4)"))
+
+
+def put_archive_ms(container, tar_path):
+    """One PUT /containers/{id}/archive on the engine's socket, timed (connection included, as the relay's)."""
+    import http.client
+    import socket
+
+    class UnixConnection(http.client.HTTPConnection):
+        def connect(self):
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.connect("/var/run/docker.sock")
+
+    with open(tar_path, "rb") as f:
+        body = f.read()
+    begun = time.monotonic()
+    connection = UnixConnection("localhost")
+    connection.request("PUT", f"/containers/{container}/archive?path=/tmp", body,
+                       {"Content-Type": "application/x-tar"})
+    response = connection.getresponse()
+    response.read()
+    connection.close()
+    assert response.status == 200, response.status
+    return (time.monotonic() - begun) * 1000
+
+
+def tiny_tar():
+    path = os.path.join(tempfile.gettempdir(), "maka-bench-tiny.tar")
+    if not os.path.exists(path):
+        import io
+        import tarfile
+        with tarfile.open(path, "w") as archive:
+            info = tarfile.TarInfo("tiny")
+            info.size = 6
+            archive.addfile(info, io.BytesIO(b"tiny!\n"))
+    return path
 
 
 def bridge(build, repeats, rows):

@@ -4,7 +4,7 @@
 # baseline measured in the same run. Usage (as root on Debian 12): bash bench/run.sh [--quick]
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
-source "$MAKA_ROOT/docker/engine.sh"
+source "$MAKA_ROOT/scripts/engine.sh"
 ensure_packages "${BUILD_PACKAGES[@]}" docker.io busybox-static
 say "building (preset default)"
 build_preset default >/dev/null

@@ -106,7 +106,9 @@ std::vector<std::string> exec_candidates(const std::string& name, const char* pa
 }
 
 spawn_outcome spawn_subject(const spawn_plan& plan) {
-    // Everything the child needs is built before fork: the child only makes system calls.
+    // argv, envp, the exec candidates and the groups are built before fork. The child still allocates on its
+    // failure paths (error messages) and reads /proc for its own start time: safe only because the helper
+    // is single-threaded (no lock can be held by another thread at fork), which it must stay.
     std::vector<char*> argv;
     for (const auto& arg : plan.argv) {
         argv.push_back(const_cast<char*>(arg.c_str()));

@@ -94,7 +94,7 @@ boost::system::result<void, refusal> check_subject(const capability_fields& capa
                        "the subject holds " + names +
                            ", which bypasses the Eval egress policy; remove it from the task"};
     }
-    if (subject_namespace != policy_namespace) {
+    if (!same_namespace(subject_namespace, policy_namespace)) {
         return make_refusal(gate_error::foreign_namespace);
     }
     return {};

@@ -16,9 +16,7 @@
 
 namespace maka_eval::policy {
 
-inline constexpr std::string_view capability_prefix = "MAKA-EVAL-CAPABILITIES-V1 ";
 inline constexpr std::string_view namespace_prefix = "MAKA-EVAL-POLICY-NAMESPACE-V1 ";
-inline constexpr std::string_view proxy_host_prefix = "MAKA-EVAL-PROXY-HOST-V1 ";
 inline constexpr std::string_view default_policy_service = "harbor-docker-egress-control-sidecar";
 
 enum class gate_error {

@@ -7,8 +7,9 @@
 #include "contracts/session_messages.hpp"
 #include "policy/egress_gate.hpp"
 #include "relay/bridge_channel.hpp"
+#include "relay/helper_binary.hpp"
 #include "relay/log.hpp"
-#include "relay/loopback_orchestrator.hpp"
+#include "relay/random_hex.hpp"
 
 #include <cerrno>
 #include <cstdlib>

@@ -6,6 +6,7 @@
 #include "contracts/wire_json.hpp"
 #include "relay/exit_codes.hpp"
 #include "relay/loopback_orchestrator.hpp"
+#include "relay/random_hex.hpp"
 #include "relay/trial.hpp"
 
 #include <csignal>

@@ -4,6 +4,7 @@
 #include "contracts/limits.hpp"
 #include "contracts/session_messages.hpp"
 #include "relay/docker_api.hpp"
+#include "relay/helper_binary.hpp"
 #include "relay/install_record.hpp"
 #include "relay/tar_archive.hpp"
 

@@ -1,15 +1,13 @@
-// Which maka-eval-helper the relay uses, and the content-addressed name it has inside an environment.
-//
-// The docker and bridge backends put the helper at /.maka-eval/helper-<first 16 hex of its SHA-256>: a
-// helper found at that path is this very build, so it is uploaded once per container, never again.
+// Finding the helper and naming it by its content (see helper_binary.hpp).
 // clang-format off
 // Boost.Process with std::filesystem needs these two first (1.81), before anything else pulls it in.
 #include <boost/optional.hpp>
 #include <boost/type_traits.hpp>
 // clang-format on
 
+#include "relay/helper_binary.hpp"
+
 #include "contracts/digest.hpp"
-#include "relay/backend.hpp"
 
 #include <array>
 #include <filesystem>

@@ -9,6 +9,7 @@
 
 #include "contracts/secret.hpp"
 #include "contracts/session_messages.hpp"
+#include "relay/helper_binary.hpp"
 
 #include <csignal>
 #include <cstdlib>

@@ -14,7 +14,6 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-#include <openssl/rand.h>
 
 namespace maka_eval::relay {
 namespace {
@@ -92,21 +91,6 @@ std::optional<misbehaviour> misbehaviour_from(std::string_view name) {
         }
     }
     return std::nullopt;
-}
-
-std::string random_hex(std::size_t bytes) {
-    std::string raw(bytes, '\0');
-    if (RAND_bytes(reinterpret_cast<unsigned char*>(raw.data()), static_cast<int>(bytes)) != 1) {
-        throw std::runtime_error("OpenSSL's random generator failed");
-    }
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string out;
-    for (const char c : raw) {
-        const auto byte = static_cast<unsigned char>(c);
-        out.push_back(digits[byte >> 4U]);
-        out.push_back(digits[byte & 0xFU]);
-    }
-    return out;
 }
 
 loopback_orchestrator::loopback_orchestrator(const asio::any_io_executor& executor, std::string token,

@@ -70,7 +70,4 @@ class loopback_orchestrator {
     orchestrator_script script_;
 };
 
-// 48 lowercase hex characters from OpenSSL's CSPRNG (the orchestrator's relay-token shape); `bytes` long.
-[[nodiscard]] std::string random_hex(std::size_t bytes);
-
 } // namespace maka_eval::relay

@@ -7,6 +7,7 @@
 
 #include "contracts/limits.hpp"
 #include "contracts/orchestrator_messages.hpp"
+#include "policy/egress_gate.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -32,7 +33,7 @@ struct common_options {
     bool quiet = false;
     bool egress_required = false;           // MAKA_EVAL_EGRESS_REQUIRED == "1"
     std::optional<std::string> egress_host; // MAKA_EVAL_EGRESS_ALLOWED_HOST
-    std::string policy_sidecar = "harbor-docker-egress-control-sidecar";
+    std::string policy_sidecar{policy::default_policy_service};
     std::string compose_project;          // docker: find the container by compose labels instead of by name
     std::string compose_service = "main"; // docker: with --compose-project
     std::string helper_in_container;      // docker, bridge: the helper is already there (no upload)

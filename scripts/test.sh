@@ -11,7 +11,7 @@
 # Ends with one line: "N passed, N failed" over every test, fuzz target and lint check.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
-source "$MAKA_ROOT/docker/engine.sh"
+source "$MAKA_ROOT/scripts/engine.sh"
 set -e
 ensure_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}"
 set +e
