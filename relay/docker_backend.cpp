@@ -8,6 +8,9 @@
 #include "relay/install_record.hpp"
 #include "relay/tar_archive.hpp"
 
+#include <fstream>
+#include <iterator>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -55,9 +58,10 @@ class docker_backend final : public backend {
     std::string describe() const override { return "docker (" + container_ + " via " + api_.host() + ")"; }
     std::optional<unsigned> engine_calls() const override { return api_.calls(); }
 
-    // Three engine calls on the common path (inspect, exec create, exec start); the first trial in a
-    // container adds the upload before them (the install record says it is the first). Only when the exec
-    // still finds no helper (a record that was wrong) is the helper uploaded and the session started again.
+    // Three engine calls on every trial (inspect, exec create, exec start), the first in a container too:
+    // there (the install record says so) the session exec is a root shell that takes the helper on its
+    // stdin, installs it and becomes it — the engine's archive upload costs about a bare exec by itself.
+    // An image without /bin/sh and `head` falls back to that upload; so does a record that was wrong.
     asio::awaitable<boost::system::result<std::unique_ptr<helper_session>, backend_error>>
     open_session() override {
         auto resolved = co_await resolve();
@@ -65,19 +69,25 @@ class docker_backend final : public backend {
             co_return resolved.error();
         }
         const bool ours = options_.helper_in_container.empty();
-        bool uploaded = false;
-        if (ours && !installs_.contains(container_id_, helper_name_)) {
-            auto placed = co_await upload_helper();
-            if (!placed) {
-                co_return placed.error();
-            }
-            uploaded = true;
-        }
-        for (int attempt = 0; attempt < 2; ++attempt) {
+        bool installed = false; // by us, in this call: the record learns it once the helper answers
+        bool stream_install = ours && !installs_.contains(container_id_, helper_name_);
+        for (int attempt = 0; attempt < 3; ++attempt) {
             // A root supervisor; the subject runs as the container's user (or --user), out of its reach.
-            std::vector<std::string> cmd{helper_in_container_, "session"};
+            std::vector<std::string> args{"session"};
             if (supervise_as_root_ && !subject_user_.empty()) {
-                cmd.insert(cmd.end(), {"--user", subject_user_});
+                args.insert(args.end(), {"--user", subject_user_});
+            }
+            const bool streaming = stream_install && supervise_as_root_;
+            std::optional<std::string> binary;
+            if (streaming) {
+                binary = read_helper();
+                if (!binary) {
+                    co_return backend_error{"cannot read " + helper_on_host_};
+                }
+            }
+            std::vector<std::string> cmd = streaming ? install_and_become(binary->size(), args) : args;
+            if (!streaming) {
+                cmd.insert(cmd.begin(), helper_in_container_);
             }
             exec_spec spec{std::move(cmd), supervise_as_root_ ? "0" : subject_user_, {}, true};
             std::string id;
@@ -85,16 +95,31 @@ class docker_backend final : public backend {
             if (!stream) {
                 co_return backend_error{stream.error().message};
             }
-            auto first = co_await (*stream)->read_line(contracts::session_line_limit_bytes);
+            std::optional<std::string> first;
+            if (binary) {
+                // Written while reading: an exec that failed to start (no /bin/sh) reads nothing, and its
+                // error arrives on the stream while the write would wait for ever.
+                auto done = co_await ((*stream)->write(std::move(*binary)) ||
+                                      (*stream)->read_line(contracts::session_line_limit_bytes));
+                if (done.index() == 1) {
+                    first = std::move(std::get<1>(done));
+                } else {
+                    first = co_await (*stream)->read_line(contracts::session_line_limit_bytes);
+                }
+            } else {
+                first = co_await (*stream)->read_line(contracts::session_line_limit_bytes);
+            }
             // The first line must be the helper's hello: when the binary is missing, the engine writes its
             // own error ("OCI runtime exec failed …") into the stream instead.
             const auto hello = first ? contracts::parse_session_message(*first)
                                      : boost::system::result<contracts::session_message, contracts::failure>(
                                            contracts::failure{});
+            const bool answered = hello && (std::holds_alternative<contracts::hello_message>(*hello) ||
+                                            std::holds_alternative<contracts::error_message>(*hello));
+            if (answered && (installed || streaming)) {
+                installs_.add(container_id_, helper_name_); // the helper ran: it is there
+            }
             if (hello && std::holds_alternative<contracts::hello_message>(*hello)) {
-                if (uploaded) {
-                    installs_.add(container_id_, helper_name_);
-                }
                 co_return std::unique_ptr<helper_session>(
                     std::make_unique<docker_session>(std::move(*stream), std::move(*first)));
             }
@@ -103,19 +128,23 @@ class docker_backend final : public backend {
                     // Root without the capabilities to switch users (--cap-drop ALL): the whole session then
                     // runs as the subject's user, as before — the relay logs that mode.
                     supervise_as_root_ = false;
-                    --attempt;
+                    stream_install = false;
                     continue;
                 }
                 co_return backend_error{"maka-eval-helper in container " + container_ + ": " +
                                         refused->message};
             }
             const int code = co_await exit_code_of(id);
-            if (!uploaded && (code == 126 || code == 127) && ours) {
+            if (streaming) {
+                // No shell or tools to install with (a distroless image): the engine's archive upload.
+                stream_install = false;
+            }
+            if (!installed && (streaming || code == 126 || code == 127) && ours) {
                 auto placed = co_await upload_helper();
                 if (!placed) {
                     co_return placed.error();
                 }
-                uploaded = true;
+                installed = true;
                 continue;
             }
             const std::string said = first ? *first : (*stream)->stderr_text();
@@ -251,6 +280,35 @@ class docker_backend final : public backend {
         }
         resolved_ = true;
         co_return boost::system::result<void, backend_error>{};
+    }
+
+    // The helper binary, whole (1.7 MB): only read when it goes into a container.
+    [[nodiscard]] std::optional<std::string> read_helper() const {
+        std::ifstream in(helper_on_host_, std::ios::binary);
+        std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+        return in.bad() || bytes.empty() ? std::nullopt : std::optional<std::string>(std::move(bytes));
+    }
+
+    // A root shell that reads exactly `size` bytes of stdin into the helper's content-addressed path (through
+    // a temporary file and a rename, so no half-written helper is ever at that path), links
+    // maka-eval-helper to it, and execs it with `args`, the rest of stdin then being the session. Nothing
+    // follows the helper on stdin before its `hello`, so `head` cannot read past it.
+    [[nodiscard]] std::vector<std::string> install_and_become(std::size_t size,
+                                                              const std::vector<std::string>& args) const {
+        static constexpr std::string_view script =
+            "set -e; umask 022; d=/\"$1\"; h=\"$d/$2\"; mkdir -p \"$d\"; chmod 0755 \"$d\"; "
+            "t=\"$d/.incoming.$$\"; trap 'rm -f \"$t\"' EXIT; head -c \"$3\" > \"$t\"; "
+            "[ \"$(wc -c < \"$t\")\" -eq \"$3\" ]; chmod 0755 \"$t\"; mv -f \"$t\" \"$h\"; "
+            "ln -sf \"$2\" \"$d/maka-eval-helper\"; shift 3; exec \"$h\" \"$@\"";
+        std::vector<std::string> cmd{"/bin/sh",
+                                     "-c",
+                                     std::string(script),
+                                     "maka-eval-install",
+                                     std::string(helper_directory),
+                                     helper_name_,
+                                     std::to_string(size)};
+        cmd.insert(cmd.end(), args.begin(), args.end());
+        return cmd;
     }
 
     asio::awaitable<boost::system::result<void, backend_error>> upload_helper() {
