@@ -199,11 +199,12 @@ def cli_exec_ms(container):
 def cold(relay, repeats, rows):
     """One container per trial, the normal case: the first trial's cost is the per-trial cost. Each repeat
     starts fresh containers (not timed): one for the baseline, one per trial variant. Variants: the helper
-    uploaded (one archive PUT), and the helper mounted read-only (as Harbor's mounts can do: no upload)."""
+    installed by the relay (through the session exec's stdin), and the helper mounted read-only (as Harbor's
+    mounts can do: nothing to install). The archive PUT row says what the engine's own upload would cost."""
     helper = os.path.join(os.path.dirname(os.path.dirname(relay)), "in_container", "maka-eval-helper")
     mounted = ("-v", f"{helper}:/maka-eval/maka-eval-helper:ro")
     baseline, put = [], []
-    variants = {"uploaded": ([], [], (), ()),
+    variants = {"installed by the relay": ([], [], (), ()),
                 "mounted": ([], [], mounted, ("--helper-in-container", "/maka-eval/maka-eval-helper"))}
     for i in range(repeats):
         a = Container(f"maka-bench-cold-a{i}")
@@ -212,7 +213,7 @@ def cold(relay, repeats, rows):
         finally:
             a.remove()
         for label, (walls, calls, run_args, extra) in variants.items():
-            b = Container(f"maka-bench-cold-{label}{i}", *run_args)
+            b = Container(f"maka-bench-cold-{label.split()[0]}{i}", *run_args)
             try:
                 wall, result, ph = run_trial(relay, b.name, "true", extra)
                 assert result["executed"]["exitCode"] == 0, result
