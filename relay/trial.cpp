@@ -451,11 +451,11 @@ asio::awaitable<trial_outcome> trial::supervise(const contracts::execute_request
     run.argv = request.argv;
     // The task's environment first, as Harbor's _merge_env does: what `execute` sets (its environment and
     // credentials) wins over an entry of the same name.
-    for (const auto& [name, value] : config_.common.task_environment) {
-        const auto named = [&name](const auto& entry) { return entry.first == name; };
+    for (const auto& task_entry : config_.common.task_environment) {
+        const auto named = [&task_entry](const auto& entry) { return entry.first == task_entry.first; };
         if (std::ranges::none_of(request.environment, named) &&
             std::ranges::none_of(request.credentials, named)) {
-            run.environment.emplace_back(name, value);
+            run.environment.push_back(task_entry);
         }
     }
     run.environment.insert(run.environment.end(), request.environment.begin(), request.environment.end());
