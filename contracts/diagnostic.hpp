@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include <boost/json/fwd.hpp>
+
 namespace maka_eval::contracts {
 
 enum class category {
@@ -38,5 +40,10 @@ struct diagnostic {
 
     friend bool operator==(const diagnostic&, const diagnostic&) = default;
 };
+
+// Reads one of the two shapes back from JSON, as strictly as the orchestrator does: a known category, exactly
+// the fields of its shape, a byte count within JSON's safe integers and 64 lowercase hex digits. Any other
+// object is nullopt. Both wires (`executed` and the helper's report) use this one reader.
+[[nodiscard]] std::optional<diagnostic> diagnostic_from_json(const boost::json::object& object);
 
 } // namespace maka_eval::contracts

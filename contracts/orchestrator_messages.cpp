@@ -232,48 +232,16 @@ boost::system::result<ready_message> check_ready(const json::object& value, std:
                          std::string(cwd->get_string())};
 }
 
-namespace {
-
-std::optional<diagnostic> check_diagnostic(const json::value* value) {
-    if (value == nullptr || !value->is_object()) {
-        return std::nullopt;
-    }
-    const auto& object = value->get_object();
-    const auto* kind_field = object.if_contains("category");
-    if (kind_field == nullptr || !kind_field->is_string()) {
-        return std::nullopt;
-    }
-    const auto kind = category_from_string(kind_field->get_string());
-    if (!kind) {
-        return std::nullopt;
-    }
-    if (*kind == category::none) {
-        return object.size() == 1 ? std::optional(diagnostic::none()) : std::nullopt;
-    }
-    const auto* bytes = object.if_contains("bytes");
-    const auto* digest = object.if_contains("sha256");
-    constexpr std::int64_t max_safe_integer = (std::int64_t{1} << 53) - 1;
-    if (object.size() != 3 || bytes == nullptr || digest == nullptr || !digest->is_string()) {
-        return std::nullopt;
-    }
-    const auto count = bytes->if_int64();
-    const auto& hex = digest->get_string();
-    if (count == nullptr || *count < 0 || *count > max_safe_integer || hex.size() != 64 ||
-        !is_lower_hex(hex, 64)) {
-        return std::nullopt;
-    }
-    return diagnostic::evidence(*kind, static_cast<std::uint64_t>(*count), std::string(hex));
-}
-
-} // namespace
-
 boost::system::result<executed_message> check_executed(const json::object& value, std::string_view token) {
     executed_message message;
     message.token = token;
     const auto* term = value.if_contains("termination");
     const auto* code = value.if_contains("exitCode");
     const auto* out = value.if_contains("stdout");
-    const auto diag = check_diagnostic(value.if_contains("diagnostic"));
+    const auto* diag_field = value.if_contains("diagnostic");
+    const auto diag = diag_field != nullptr && diag_field->is_object()
+                          ? diagnostic_from_json(diag_field->get_object())
+                          : std::nullopt;
     if (!is_string(value, "token", token) || !is_string(value, "kind", "executed") || term == nullptr ||
         !term->is_string() || code == nullptr || !code->is_int64() || out == nullptr || !out->is_string() ||
         !diag) {

@@ -1,6 +1,7 @@
 // Relay ⇄ helper session messages: JSON mapping with field-naming failures (see session_messages.hpp).
 #include "contracts/session_messages.hpp"
 
+#include "contracts/name_table.hpp"
 #include "contracts/result_frame.hpp"
 #include "contracts/wire_json.hpp"
 
@@ -176,22 +177,6 @@ std::optional<artifact_summary> artifact_from(const json::object* object, std::s
     return out;
 }
 
-std::optional<diagnostic> diagnostic_from(const json::object* object) {
-    if (object == nullptr) {
-        return std::nullopt;
-    }
-    reader r(*object);
-    const auto kind = category_from_string(r.text("category"));
-    if (!r.ok() || !kind) {
-        return std::nullopt;
-    }
-    if (*kind == category::none) {
-        return object->size() == 1 ? std::optional(diagnostic::none()) : std::nullopt;
-    }
-    auto out = diagnostic::evidence(*kind, r.count("bytes"), r.text("sha256"));
-    return r.ok() && object->size() == 3 ? std::optional(out) : std::nullopt;
-}
-
 struct to_json_visitor {
     json::object operator()(const hello_message& m) const {
         return {{"kind", "hello"},
@@ -261,7 +246,7 @@ struct to_json_visitor {
     json::object operator()(const error_message& m) const {
         return {{"kind", "error"},
                 {"version", session_protocol_version},
-                {"code", m.code},
+                {"code", to_string(m.code)},
                 {"message", m.message}};
     }
     json::object operator()(const heartbeat_message&) const {
@@ -271,6 +256,17 @@ struct to_json_visitor {
         return {{"kind", "pinned"}, {"version", session_protocol_version}, {"ip", m.ip}, {"host", m.host}};
     }
 };
+
+constexpr name_table<helper_fault, 8> fault_names = {{
+    {helper_fault::bad_request, "bad-request"},
+    {helper_fault::idle, "idle"},
+    {helper_fault::busy, "busy"},
+    {helper_fault::identity_unavailable, "identity-unavailable"},
+    {helper_fault::spawn_failed, "spawn-failed"},
+    {helper_fault::artifacts_unavailable, "artifacts-unavailable"},
+    {helper_fault::run_failed, "run-failed"},
+    {helper_fault::internal_error, "internal-error"},
+}};
 
 failure bad_field(std::string where) {
     return {session_error::bad_field, std::move(where)};
@@ -285,6 +281,14 @@ const boost::system::error_category& session_category() noexcept {
 
 boost::system::error_code make_error_code(session_error e) noexcept {
     return {static_cast<int>(e), session_category()};
+}
+
+std::string_view to_string(helper_fault value) {
+    return name_in(fault_names, value, "internal-error");
+}
+
+std::optional<helper_fault> helper_fault_from_string(std::string_view text) {
+    return value_in(fault_names, text);
 }
 
 std::string failure::message() const {
@@ -362,7 +366,8 @@ boost::system::result<session_message, failure> from_json(const json::object& ob
         m.exit_code = r.integer("exitCode", 0, 255);
         m.signal = r.text("signal");
         m.stdout_text = r.text("stdout");
-        const auto diag = diagnostic_from(r.child("diagnostic"));
+        const auto* diag_object = r.child("diagnostic");
+        const auto diag = diag_object != nullptr ? diagnostic_from_json(*diag_object) : std::nullopt;
         if (r.ok() && !diag) {
             r.fail("diagnostic");
         }
@@ -389,7 +394,11 @@ boost::system::result<session_message, failure> from_json(const json::object& ob
         }
         out = std::move(m);
     } else if (kind == "error") {
-        out = error_message{r.text("code"), r.text("message")};
+        const auto code = helper_fault_from_string(r.text("code"));
+        if (!code) {
+            r.fail("code");
+        }
+        out = error_message{code.value_or(helper_fault::internal_error), r.text("message")};
     } else if (kind == "pinned") {
         out = pinned_message{r.text("ip"), r.text("host")};
     } else if (kind == "heartbeat") {

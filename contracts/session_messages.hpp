@@ -120,8 +120,23 @@ struct report_message {
     bool quiesced = true;           // settled: false when processes were still alive after the KILL grace
 };
 
+// What an `error` message is about; the relay acts on the code (e.g. a failed start is reported as such, a
+// missing identity makes it retry in same-uid mode), the message is for people.
+enum class helper_fault {
+    bad_request,           // a line the helper could not accept
+    idle,                  // cancel with nothing running
+    busy,                  // run while a subject is running
+    identity_unavailable,  // the subject's user cannot be resolved or switched to
+    spawn_failed,          // the subject could not be started
+    artifacts_unavailable, // /logs/artifacts cannot be prepared
+    run_failed,            // the bridge's run step failed or exited unexpectedly
+    internal_error,        // the relay's own machinery failed (e.g. a bridge coroutine threw)
+};
+[[nodiscard]] std::string_view to_string(helper_fault value);
+[[nodiscard]] std::optional<helper_fault> helper_fault_from_string(std::string_view text);
+
 struct error_message {
-    std::string code;
+    helper_fault code = helper_fault::internal_error;
     std::string message;
 };
 

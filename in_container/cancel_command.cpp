@@ -19,7 +19,6 @@
 #include <chrono>
 #include <csignal>
 #include <poll.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace maka_eval::in_container {
@@ -88,34 +87,28 @@ int cancel_command(std::span<const std::string_view> args) {
     if (!record) {
         return finish("not-running", begun, exit_not_running);
     }
-    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, record->supervisor, 0));
     // One look at the supervisor: whether it is the one recorded, alive, and not stopped.
-    const auto supervisor = read_status(record->supervisor);
-    const bool supervisor_alive = pidfd >= 0 && supervisor &&
-                                  supervisor->start_time == record->supervisor_start && is_live(*supervisor);
-    if (supervisor_alive && supervisor->state != 'T' && supervisor->state != 't') {
-        ::syscall(SYS_pidfd_send_signal, pidfd, SIGTERM, nullptr, 0);
-        while (true) {
-            const auto left =
-                std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now()).count();
-            pollfd fd{pidfd, POLLIN, 0};
-            const int ready = ::poll(&fd, 1, static_cast<int>(std::max<long long>(0, left)));
-            if (ready < 0 && errno == EINTR) {
-                continue;
+    if (const auto supervisor = pinned_process::pin(record->supervisor, record->supervisor_start)) {
+        const char state = supervisor->status().state;
+        if (state != 'T' && state != 't') {
+            supervisor->signal(SIGTERM);
+            while (true) {
+                const auto left =
+                    std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now())
+                        .count();
+                pollfd fd{supervisor->fd(), POLLIN, 0};
+                const int ready = ::poll(&fd, 1, static_cast<int>(std::max<long long>(0, left)));
+                if (ready < 0 && errno == EINTR) {
+                    continue;
+                }
+                return ready > 0 ? finish("settled", begun, exit_ok) : finish("timeout", begun, exit_failed);
             }
-            ::close(pidfd);
-            return ready > 0 ? finish("settled", begun, exit_ok) : finish("timeout", begun, exit_failed);
         }
-    }
-    if (supervisor_alive) {
         // Stopped (by a subject that could signal it): it cannot settle anything. It goes, and we settle.
         log_line("cancel: the supervisor is stopped; killing it and settling its scope here");
-        ::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
-        pollfd fd{pidfd, POLLIN, 0};
+        supervisor->signal(SIGKILL);
+        pollfd fd{supervisor->fd(), POLLIN, 0};
         (void)::poll(&fd, 1, 2000);
-    }
-    if (pidfd >= 0) {
-        ::close(pidfd);
     }
     // No supervisor: what remains of the scope is what shares its group or session.
     auto members = scope_members(*record);

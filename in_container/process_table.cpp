@@ -8,6 +8,7 @@
 #include <map>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <utility>
 
 namespace maka_eval::in_container {
 namespace {
@@ -51,18 +52,36 @@ std::optional<process_status> parse_stat_line(const std::string& line) {
     return status;
 }
 
-bool signal_exact(const process_status& target, int sig) {
-    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, target.pid, 0));
+std::optional<pinned_process> pinned_process::pin(pid_t pid, std::uint64_t start_time) {
+    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
     if (pidfd < 0) {
-        return false;
+        return std::nullopt;
     }
-    const auto now = read_status(target.pid);
-    bool sent = false;
-    if (now && now->start_time == target.start_time && is_live(*now)) {
-        sent = ::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0) == 0;
+    // Read after the pin: a status that matches now belongs to the pinned process.
+    const auto now = read_status(pid);
+    if (!now || now->start_time != start_time || !is_live(*now)) {
+        ::close(pidfd);
+        return std::nullopt;
     }
-    ::close(pidfd);
-    return sent;
+    return pinned_process(pidfd, *now);
+}
+
+pinned_process::pinned_process(pinned_process&& other) noexcept
+    : pidfd_(std::exchange(other.pidfd_, -1)), status_(other.status_) {}
+
+pinned_process::~pinned_process() {
+    if (pidfd_ >= 0) {
+        ::close(pidfd_);
+    }
+}
+
+bool pinned_process::signal(int sig) const {
+    return ::syscall(SYS_pidfd_send_signal, pidfd_, sig, nullptr, 0) == 0;
+}
+
+bool signal_exact(const process_status& target, int sig) {
+    const auto pinned = pinned_process::pin(target.pid, target.start_time);
+    return pinned && pinned->signal(sig);
 }
 
 std::optional<process_status> read_status(pid_t pid, const std::string& proc_root) {

@@ -27,6 +27,29 @@ struct process_status {
     return p.state != 'Z' && p.state != 'X';
 }
 
+// A process held by a pidfd, so that its pid cannot be reused while we look at it and signal it: what we
+// signal is the process we checked, never a later one that took its number.
+class pinned_process {
+  public:
+    // Pins `pid` and checks that it is still the process started at `start_time` and live; nullopt if not.
+    [[nodiscard]] static std::optional<pinned_process> pin(pid_t pid, std::uint64_t start_time);
+    pinned_process(pinned_process&& other) noexcept;
+    pinned_process& operator=(pinned_process&&) = delete;
+    pinned_process(const pinned_process&) = delete;
+    pinned_process& operator=(const pinned_process&) = delete;
+    ~pinned_process();
+
+    [[nodiscard]] const process_status& status() const { return status_; }
+    // Readable (POLLIN) once the process has exited.
+    [[nodiscard]] int fd() const { return pidfd_; }
+    bool signal(int sig) const;
+
+  private:
+    pinned_process(int pidfd, const process_status& status) : pidfd_(pidfd), status_(status) {}
+    int pidfd_ = -1;
+    process_status status_;
+};
+
 // Sends `sig` only to the very process seen: its pid pinned by a pidfd first, then checked to still have the
 // start time seen and to be live. False when it is gone (or was never signalled).
 bool signal_exact(const process_status& target, int sig);

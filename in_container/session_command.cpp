@@ -17,7 +17,6 @@
 #include <cstring>
 #include <optional>
 #include <poll.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 
 namespace maka_eval::in_container {
@@ -38,9 +37,8 @@ std::optional<contracts::run_request> await_run(line_reader& control, int signal
             return std::nullopt;
         }
         if ((fds[1].revents & POLLIN) != 0) {
-            signalfd_siginfo info{};
-            while (::read(signal_fd, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
-                if (info.ssi_signo != SIGCHLD) {
+            for (const int sig : drain_signals(signal_fd)) {
+                if (sig != SIGCHLD) {
                     return std::nullopt; // told to stop while nothing runs: nothing to settle
                 }
             }
@@ -55,19 +53,23 @@ std::optional<contracts::run_request> await_run(line_reader& control, int signal
                 break;
             }
             if (popped == line_reader::pop_result::oversize) {
-                emit(contracts::error_message{"bad-request", "session line exceeds the size limit"});
+                emit(contracts::error_message{contracts::helper_fault::bad_request,
+                                              "session line exceeds the size limit"});
                 continue;
             }
             auto message = contracts::parse_session_message(line);
             contracts::wipe(line);
             if (!message) {
-                emit(contracts::error_message{"bad-request", message.error().message()});
+                emit(contracts::error_message{contracts::helper_fault::bad_request,
+                                              message.error().message()});
             } else if (auto* run = std::get_if<contracts::run_request>(&*message)) {
                 return std::move(*run);
             } else if (std::holds_alternative<contracts::cancel_request>(*message)) {
-                emit(contracts::error_message{"idle", "nothing is running in this session"});
+                emit(contracts::error_message{contracts::helper_fault::idle,
+                                              "nothing is running in this session"});
             } else {
-                emit(contracts::error_message{"bad-request", "expected a run request"});
+                emit(
+                    contracts::error_message{contracts::helper_fault::bad_request, "expected a run request"});
             }
         }
         if (filled != line_reader::fill_result::data) {
@@ -97,10 +99,11 @@ int session_command(std::span<const std::string_view> args) {
         hello = probe_self();
     } else if (auto identity = resolve_subject_user(user); !identity) {
         // The relay may then fall back to running the whole session as that user (same-uid mode).
-        emit(contracts::error_message{"identity-unavailable", identity.error()});
+        emit(contracts::error_message{contracts::helper_fault::identity_unavailable, identity.error()});
         return exit_failed;
     } else if (!(hello = probe_as(*identity))) {
-        emit(contracts::error_message{"spawn-failed", "cannot probe the environment as " + user});
+        emit(contracts::error_message{contracts::helper_fault::spawn_failed,
+                                      "cannot probe the environment as " + user});
         return exit_failed;
     }
     hello->heartbeat_ms = contracts::session_heartbeat_ms; // supervise() beats while the subject runs

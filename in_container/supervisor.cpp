@@ -9,6 +9,7 @@
 #include "in_container/io.hpp"
 #include "in_container/process_table.hpp"
 #include "in_container/root_state.hpp"
+#include "in_container/signals.hpp"
 #include "in_container/spawn.hpp"
 
 #include <cerrno>
@@ -21,7 +22,6 @@
 #include <set>
 #include <stdexcept>
 #include <sys/prctl.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -181,7 +181,7 @@ boost::system::result<void, supervision_error> supervision::prepare() {
     if (!request_.user.empty()) {
         auto identity = resolve_subject_user(request_.user);
         if (!identity) {
-            return supervision_error{"spawn-failed", identity.error()};
+            return supervision_error{contracts::helper_fault::spawn_failed, identity.error()};
         }
         identity_ = std::move(*identity);
     }
@@ -209,7 +209,7 @@ boost::system::result<void, supervision_error> supervision::prepare() {
         if (directory >= 0) {
             ::close(directory);
         }
-        return supervision_error{"artifacts-unavailable",
+        return supervision_error{contracts::helper_fault::artifacts_unavailable,
                                  "Maka Eval could not prepare subject artifact output: " + dir + ": " +
                                      (error == ELOOP || error == ENOTDIR
                                           ? "not a directory (a symbolic link?)"
@@ -258,7 +258,8 @@ boost::system::result<report_message, supervision_error> supervision::run() {
     int out_pipe[2] = {-1, -1};
     int err_pipe[2] = {-1, -1};
     if ((request_.capture_stdout && ::pipe2(out_pipe, O_CLOEXEC) != 0) || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
-        return supervision_error{"spawn-failed", std::string("pipe: ") + std::strerror(errno)};
+        return supervision_error{contracts::helper_fault::spawn_failed,
+                                 std::string("pipe: ") + std::strerror(errno)};
     }
     // captureStdout:false sends stdout where the original's `>/dev/null` sent it.
     const int null_fd = request_.capture_stdout ? -1 : ::open("/dev/null", O_WRONLY | O_CLOEXEC);
@@ -289,7 +290,8 @@ boost::system::result<report_message, supervision_error> supervision::run() {
     out_.fd = out_pipe[0];
     err_.fd = err_pipe[0];
     if (spawned_.status == spawn_status::fork_failed) {
-        return supervision_error{"spawn-failed", std::string("fork: ") + std::strerror(spawned_.error)};
+        return supervision_error{contracts::helper_fault::spawn_failed,
+                                 std::string("fork: ") + std::strerror(spawned_.error)};
     }
     if (spawned_.status == spawn_status::started && io_.emit) {
         const auto leader = read_status(spawned_.pid);
@@ -354,13 +356,12 @@ void supervision::loop() {
 }
 
 void supervision::on_signals() {
-    signalfd_siginfo info{};
     bool child = false;
-    while (::read(io_.signal_fd, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
-        if (info.ssi_signo == SIGCHLD) {
+    for (const int sig : drain_signals(io_.signal_fd)) {
+        if (sig == SIGCHLD) {
             child = true;
         } else {
-            settle("signal:" + signal_name(static_cast<int>(info.ssi_signo)));
+            settle("signal:" + signal_name(sig));
         }
     }
     if (child) {
@@ -383,19 +384,23 @@ void supervision::process_control() {
             break;
         }
         if (popped == line_reader::pop_result::oversize) {
-            io_.emit(contracts::error_message{"bad-request", "session line exceeds the size limit"});
+            io_.emit(contracts::error_message{contracts::helper_fault::bad_request,
+                                              "session line exceeds the size limit"});
             continue;
         }
         auto message = contracts::parse_session_message(line);
         contracts::wipe(line);
         if (!message) {
-            io_.emit(contracts::error_message{"bad-request", message.error().message()});
+            io_.emit(
+                contracts::error_message{contracts::helper_fault::bad_request, message.error().message()});
         } else if (const auto* cancel = std::get_if<contracts::cancel_request>(&*message)) {
             settle(cancel->reason.empty() ? "cancel" : cancel->reason);
         } else if (std::holds_alternative<contracts::run_request>(*message)) {
-            io_.emit(contracts::error_message{"busy", "a subject is already running in this session"});
+            io_.emit(contracts::error_message{contracts::helper_fault::busy,
+                                              "a subject is already running in this session"});
         } else {
-            io_.emit(contracts::error_message{"bad-request", "unexpected message in a running session"});
+            io_.emit(contracts::error_message{contracts::helper_fault::bad_request,
+                                              "unexpected message in a running session"});
         }
     }
     if (io_.control->at_eof()) {
@@ -636,7 +641,7 @@ report_message supervision::report() {
 } // namespace
 
 void throw_exception_from_error(const supervision_error& e, const boost::source_location&) {
-    throw std::runtime_error(e.code + ": " + e.message);
+    throw std::runtime_error(std::string(contracts::to_string(e.code)) + ": " + e.message);
 }
 
 boost::system::result<contracts::report_message, supervision_error> supervise(contracts::run_request& request,
@@ -645,7 +650,7 @@ boost::system::result<contracts::report_message, supervision_error> supervise(co
     // /proc/<pid>/environ or mem for others.
     ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
-        return supervision_error{"spawn-failed",
+        return supervision_error{contracts::helper_fault::spawn_failed,
                                  std::string("cannot become a subreaper: ") + std::strerror(errno)};
     }
     if (request.scope_path.empty()) {

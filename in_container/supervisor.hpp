@@ -24,7 +24,7 @@
 namespace maka_eval::in_container {
 
 struct supervision_error {
-    std::string code; // "artifacts-unavailable", "spawn-failed"
+    contracts::helper_fault code = contracts::helper_fault::spawn_failed;
     std::string message;
 };
 

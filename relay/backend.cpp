@@ -9,19 +9,17 @@
 
 namespace maka_eval::relay {
 
-boost::system::result<std::unique_ptr<backend>, backend_error> make_backend(const common_options& options,
-                                                                            asio::any_io_executor executor) {
-    if (options.env_spec == "local") {
+boost::system::result<std::unique_ptr<backend>, relay_error> make_backend(const common_options& options,
+                                                                          asio::any_io_executor executor) {
+    switch (options.backend) {
+    case backend_kind::local:
         return make_local_backend(options, std::move(executor));
-    }
-    if (options.env_spec.starts_with("docker:")) {
+    case backend_kind::docker:
         return make_docker_backend(options, std::move(executor));
-    }
-    if (options.env_spec == "bridge") {
+    case backend_kind::bridge:
         return make_bridge_backend(options, std::move(executor));
     }
-    return backend_error{"the " + options.env_spec.substr(0, options.env_spec.find(':')) +
-                         " backend is not available in this build yet"};
+    return relay_error{relay_errc::environment, "unknown backend"};
 }
 
 asio::awaitable<recovery> backend::cancel_as_root(std::string scope, std::chrono::milliseconds budget) {

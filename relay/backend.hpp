@@ -23,14 +23,6 @@ namespace maka_eval::relay {
 
 namespace asio = boost::asio;
 
-// A failure described for a person, e.g. "cannot start maka-eval-helper: No such file or directory".
-struct backend_error {
-    // Explicit, so boost::system::result<std::string, backend_error> can tell a value from an error.
-    backend_error() = default;
-    explicit backend_error(std::string text) : message(std::move(text)) {}
-    std::string message;
-};
-
 struct exec_output {
     int exit_code = -1;
     std::string out;
@@ -61,12 +53,12 @@ class backend {
   public:
     virtual ~backend() = default;
     [[nodiscard]] virtual std::string describe() const = 0;
-    virtual asio::awaitable<boost::system::result<std::unique_ptr<helper_session>, backend_error>>
+    virtual asio::awaitable<boost::system::result<std::unique_ptr<helper_session>, relay_error>>
     open_session() = 0;
-    virtual asio::awaitable<boost::system::result<exec_output, backend_error>>
+    virtual asio::awaitable<boost::system::result<exec_output, relay_error>>
     run_helper_as_root(std::vector<std::string> args) = 0;
     // `readlink /proc/self/ns/net` as seen by the service that applies the egress policy.
-    virtual asio::awaitable<boost::system::result<std::string, backend_error>>
+    virtual asio::awaitable<boost::system::result<std::string, relay_error>>
     policy_namespace(std::string sidecar) = 0;
     // Last resort when settling failed: stop everything of this trial (local: the helper and the subject's
     // process group; docker: kill and remove the container). Bounded by `budget`.
@@ -88,7 +80,7 @@ class backend {
     asio::awaitable<recovery> cancel_as_root(std::string scope, std::chrono::milliseconds budget);
 };
 
-[[nodiscard]] boost::system::result<std::unique_ptr<backend>, backend_error>
+[[nodiscard]] boost::system::result<std::unique_ptr<backend>, relay_error>
 make_backend(const common_options& options, asio::any_io_executor executor);
 
 } // namespace maka_eval::relay

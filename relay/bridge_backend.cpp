@@ -101,13 +101,14 @@ class staged_request {
     staged_request& operator=(const staged_request&) = delete;
     ~staged_request() { remove(); }
 
-    boost::system::result<std::string, backend_error> write(std::string& line) {
+    boost::system::result<std::string, relay_error> write(std::string& line) {
         const char* base = std::getenv("TMPDIR");
         std::string pattern =
             std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/maka-eval-XXXXXX";
         if (::mkdtemp(pattern.data()) == nullptr) {
-            return backend_error{"cannot create a private directory for the run request: " +
-                                 std::string(std::strerror(errno))};
+            return relay_error{relay_errc::environment,
+                               "cannot create a private directory for the run request: " +
+                                   std::string(std::strerror(errno))};
         }
         dir_ = pattern;
         file_ = dir_ + "/run.json";
@@ -126,9 +127,10 @@ class staged_request {
             ::close(fd);
         }
         if (!written) {
-            return backend_error{"cannot write the run request: " + std::string(std::strerror(errno))};
+            return relay_error{relay_errc::environment,
+                               "cannot write the run request: " + std::string(std::strerror(errno))};
         }
-        return boost::system::result<std::string, backend_error>(boost::system::in_place_value, file_);
+        return boost::system::result<std::string, relay_error>(boost::system::in_place_value, file_);
     }
 
     void remove() {
@@ -233,15 +235,15 @@ class bridge_run : public std::enable_shared_from_this<bridge_run> {
     // Every coroutine of the session is owned by it, and one that fails (an exception: no random bytes, no
     // memory) ends the session with an error the trial logs and acts on, instead of leaving it waiting.
     void spawn(asio::awaitable<void> work, std::string what) {
-        asio::co_spawn(
-            executor_, std::move(work),
-            [self = shared_from_this(), what = std::move(what)](const std::exception_ptr& error) {
-                if (error) {
-                    self->deliver(contracts::error_message{
-                        "internal-error", "bridge: " + what + " failed: " + exception_text(error)});
-                    self->finish();
-                }
-            });
+        asio::co_spawn(executor_, std::move(work),
+                       [self = shared_from_this(), what = std::move(what)](const std::exception_ptr& error) {
+                           if (error) {
+                               self->deliver(contracts::error_message{
+                                   contracts::helper_fault::internal_error,
+                                   "bridge: " + what + " failed: " + exception_text(error)});
+                               self->finish();
+                           }
+                       });
     }
 
     enum class state { idle, staging, running, done };
@@ -265,7 +267,7 @@ class bridge_run : public std::enable_shared_from_this<bridge_run> {
         state_ = state::done;
     }
     void fail_before_start(const std::string& message) {
-        deliver(contracts::error_message{"spawn-failed", message});
+        deliver(contracts::error_message{contracts::helper_fault::spawn_failed, message});
         finish();
     }
 
@@ -315,8 +317,8 @@ class bridge_run : public std::enable_shared_from_this<bridge_run> {
         bridge_exec request{sh_join(run), {}, step_user(), std::nullopt, cancel_command()};
         auto ran = co_await bridge_.exec(std::move(request), run_deadline);
         if (!ran) {
-            deliver(
-                contracts::error_message{"run-failed", "the subject's run failed: " + ran.error().message});
+            deliver(contracts::error_message{contracts::helper_fault::run_failed,
+                                             "the subject's run failed: " + ran.error().message});
             finish();
             co_return;
         }
@@ -325,9 +327,9 @@ class bridge_run : public std::enable_shared_from_this<bridge_run> {
             deliver(reported);
         }
         if (lines.empty()) {
-            deliver(contracts::error_message{"run-failed", "maka-eval-helper run exited " +
-                                                               std::to_string(ran->exit_code) + ": " +
-                                                               tail_of(ran->out + ran->err)});
+            deliver(contracts::error_message{contracts::helper_fault::run_failed,
+                                             "maka-eval-helper run exited " + std::to_string(ran->exit_code) +
+                                                 ": " + tail_of(ran->out + ran->err)});
         }
         finish();
     }
@@ -422,7 +424,7 @@ class bridge_backend final : public backend {
     // One exec on the common path (`probe`). In an environment the adapter has not run a trial in
     // (--bridge-fresh: one environment per trial is the normal case) the helper is uploaded first, so the
     // first trial costs one call more, not four; a probe that still finds no helper installs it then.
-    asio::awaitable<boost::system::result<std::unique_ptr<helper_session>, backend_error>>
+    asio::awaitable<boost::system::result<std::unique_ptr<helper_session>, relay_error>>
     open_session() override {
         const bool ours = options_.helper_in_container.empty();
         if (helper_.empty()) {
@@ -453,7 +455,8 @@ class bridge_backend final : public backend {
             bridge_exec request{sh_join(probe), {}, {}, seconds(60), {}};
             auto probed = co_await bridge_.exec(std::move(request), call_deadline);
             if (!probed) {
-                co_return backend_error{"the trial runner's environment failed: " + probed.error().message};
+                co_return relay_error{relay_errc::environment,
+                                      "the trial runner's environment failed: " + probed.error().message};
             }
             for (auto& line : session_lines(probed->out)) {
                 auto message = contracts::parse_session_message(line);
@@ -480,14 +483,15 @@ class bridge_backend final : public backend {
                 made_executable = true;
                 continue;
             }
-            co_return backend_error{"maka-eval-helper did not start in the environment (exit " +
-                                    std::to_string(probed->exit_code) +
-                                    "): " + tail_of(probed->out + probed->err)};
+            co_return relay_error{relay_errc::environment,
+                                  "maka-eval-helper did not start in the environment (exit " +
+                                      std::to_string(probed->exit_code) +
+                                      "): " + tail_of(probed->out + probed->err)};
         }
-        co_return backend_error{"maka-eval-helper did not start in the environment"};
+        co_return relay_error{relay_errc::environment, "maka-eval-helper did not start in the environment"};
     }
 
-    asio::awaitable<boost::system::result<exec_output, backend_error>>
+    asio::awaitable<boost::system::result<exec_output, relay_error>>
     run_helper_as_root(std::vector<std::string> args) override {
         args.insert(args.begin(), helper_);
         bridge_exec request{sh_join(args), {}, "root", seconds(60), {}};
@@ -501,7 +505,7 @@ class bridge_backend final : public backend {
         co_return ran;
     }
 
-    asio::awaitable<boost::system::result<std::string, backend_error>>
+    asio::awaitable<boost::system::result<std::string, relay_error>>
     policy_namespace(std::string sidecar) override {
         const std::string probe =
             "printf %s " + sh_quote(policy::namespace_prefix) + "; readlink /proc/self/ns/net";
@@ -512,11 +516,11 @@ class bridge_backend final : public backend {
         // The original's `_sole_probe_line`: exactly one line with the prefix, its value stripped.
         auto ns = policy::sole_probe_line(answered->out, policy::namespace_prefix);
         if (answered->exit_code != 0 || !ns) {
-            co_return backend_error{"the policy sidecar " + sidecar +
-                                    " could not report its network namespace"};
+            co_return relay_error{relay_errc::environment, "the policy sidecar " + sidecar +
+                                                               " could not report its network namespace"};
         }
-        co_return boost::system::result<std::string, backend_error>(boost::system::in_place_value,
-                                                                    std::move(*ns));
+        co_return boost::system::result<std::string, relay_error>(boost::system::in_place_value,
+                                                                  std::move(*ns));
     }
 
     asio::awaitable<void> destroy(std::optional<int>, milliseconds budget) override {
@@ -537,23 +541,24 @@ class bridge_backend final : public backend {
   private:
     // The runner's upload writes as root and keeps the mode (0755): a root-owned binary in a root-owned
     // directory.
-    asio::awaitable<boost::system::result<void, backend_error>> upload_helper() {
+    asio::awaitable<boost::system::result<void, relay_error>> upload_helper() {
         auto uploaded = co_await bridge_.upload(helper_on_host_, helper_, install_deadline);
         if (!uploaded) {
-            co_return backend_error{"cannot upload maka-eval-helper to " + helper_ + ": " +
-                                    uploaded.error().message};
+            co_return relay_error{relay_errc::environment, "cannot upload maka-eval-helper to " + helper_ +
+                                                               ": " + uploaded.error().message};
         }
-        co_return boost::system::result<void, backend_error>{};
+        co_return boost::system::result<void, relay_error>{};
     }
 
-    asio::awaitable<boost::system::result<void, backend_error>> make_executable() {
+    asio::awaitable<boost::system::result<void, relay_error>> make_executable() {
         bridge_exec finish{"chmod 0755 " + sh_quote(helper_), {}, "root", seconds(60), {}};
         auto marked = co_await bridge_.exec(std::move(finish), call_deadline);
         if (!marked || marked->exit_code != 0) {
-            co_return backend_error{"cannot make maka-eval-helper executable: " +
-                                    (marked ? tail_of(marked->out + marked->err) : marked.error().message)};
+            co_return relay_error{relay_errc::environment,
+                                  "cannot make maka-eval-helper executable: " +
+                                      (marked ? tail_of(marked->out + marked->err) : marked.error().message)};
         }
-        co_return boost::system::result<void, backend_error>{};
+        co_return boost::system::result<void, relay_error>{};
     }
 
     asio::any_io_executor executor_;
@@ -565,7 +570,7 @@ class bridge_backend final : public backend {
 
 } // namespace
 
-boost::system::result<std::unique_ptr<backend>, backend_error>
+boost::system::result<std::unique_ptr<backend>, relay_error>
 make_bridge_backend(const common_options& options, asio::any_io_executor executor) {
     auto helper = helper_to_upload(options);
     if (!helper) {
@@ -573,9 +578,10 @@ make_bridge_backend(const common_options& options, asio::any_io_executor executo
     }
     struct stat info {};
     if (options.bridge_fd < 0 || ::fstat(options.bridge_fd, &info) != 0 || !S_ISSOCK(info.st_mode)) {
-        return backend_error{"--bridge-fd " + std::to_string(options.bridge_fd) +
-                             " is not an open socket: the bridge backend runs under the trial runner's "
-                             "adapter (relay/harbor), which passes it"};
+        return relay_error{relay_errc::environment,
+                           "--bridge-fd " + std::to_string(options.bridge_fd) +
+                               " is not an open socket: the bridge backend runs under the trial runner's "
+                               "adapter (relay/harbor), which passes it"};
     }
     return std::unique_ptr<backend>(std::make_unique<bridge_backend>(std::move(executor), options, *helper));
 }

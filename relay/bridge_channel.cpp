@@ -34,10 +34,10 @@ std::string string_field(const boost::json::object& o, std::string_view key) {
     return v != nullptr && v->is_string() ? std::string(v->get_string()) : std::string();
 }
 
-boost::system::result<exec_output, backend_error> exec_output_of(const boost::json::object& reply) {
+boost::system::result<exec_output, relay_error> exec_output_of(const boost::json::object& reply) {
     const auto* code = reply.if_contains("returnCode");
     if (code == nullptr || !code->is_int64()) {
-        return backend_error{"the adapter's reply has no returnCode"};
+        return relay_error{relay_errc::environment, "the adapter's reply has no returnCode"};
     }
     return exec_output{static_cast<int>(code->get_int64()), string_field(reply, "stdout"),
                        string_field(reply, "stderr")};
@@ -60,10 +60,10 @@ bridge_channel::~bridge_channel() {
     socket_.close(ignored);
 }
 
-asio::awaitable<boost::system::result<boost::json::object, backend_error>>
+asio::awaitable<boost::system::result<boost::json::object, relay_error>>
 bridge_channel::call(boost::json::object request, std::chrono::milliseconds deadline) {
     if (broken_) {
-        co_return backend_error{*broken_};
+        co_return relay_error{relay_errc::environment, *broken_};
     }
     const std::int64_t id = next_id_++;
     ++calls_;
@@ -103,17 +103,18 @@ bridge_channel::call(boost::json::object request, std::chrono::milliseconds dead
     }
     if (first.index() == 1) {
         const std::string op = string_field(request, "op");
-        co_return backend_error{"the trial runner's environment did not answer " + op + " within " +
-                                std::to_string(deadline.count() / 1000) + " s"};
+        co_return relay_error{relay_errc::environment, "the trial runner's environment did not answer " + op +
+                                                           " within " +
+                                                           std::to_string(deadline.count() / 1000) + " s"};
     }
     auto [ec, reply] = std::get<0>(std::move(first));
     if (ec) {
-        co_return backend_error{broken_.value_or("the bridge closed")};
+        co_return relay_error{relay_errc::environment, broken_.value_or("the bridge closed")};
     }
     const auto* ok = reply.if_contains("ok");
     if (ok == nullptr || !ok->is_bool() || !ok->get_bool()) {
         const auto why = string_field(reply, "error");
-        co_return backend_error{why.empty() ? "the adapter refused the request" : why};
+        co_return relay_error{relay_errc::environment, why.empty() ? "the adapter refused the request" : why};
     }
     co_return reply;
 }
@@ -177,7 +178,7 @@ void bridge_channel::fail_all(const std::string& why) {
     }
 }
 
-asio::awaitable<boost::system::result<exec_output, backend_error>>
+asio::awaitable<boost::system::result<exec_output, relay_error>>
 bridge_channel::call_exec(boost::json::object request, std::chrono::milliseconds deadline) {
     auto reply = co_await call(std::move(request), deadline);
     if (!reply) {
@@ -186,16 +187,16 @@ bridge_channel::call_exec(boost::json::object request, std::chrono::milliseconds
     co_return exec_output_of(*reply);
 }
 
-asio::awaitable<boost::system::result<void, backend_error>>
+asio::awaitable<boost::system::result<void, relay_error>>
 bridge_channel::call_done(boost::json::object request, std::chrono::milliseconds deadline) {
     auto reply = co_await call(std::move(request), deadline);
     if (!reply) {
         co_return reply.error();
     }
-    co_return boost::system::result<void, backend_error>{};
+    co_return boost::system::result<void, relay_error>{};
 }
 
-asio::awaitable<boost::system::result<exec_output, backend_error>>
+asio::awaitable<boost::system::result<exec_output, relay_error>>
 bridge_channel::exec(bridge_exec request, std::chrono::milliseconds deadline) {
     boost::json::object o{{"op", "exec"},
                           {"command", request.command},
@@ -207,19 +208,19 @@ bridge_channel::exec(bridge_exec request, std::chrono::milliseconds deadline) {
     co_return co_await call_exec(std::move(o), deadline);
 }
 
-asio::awaitable<boost::system::result<exec_output, backend_error>>
+asio::awaitable<boost::system::result<exec_output, relay_error>>
 bridge_channel::service_exec(std::string service, std::string command, std::chrono::milliseconds deadline) {
     boost::json::object o{{"op", "service_exec"}, {"service", service}, {"command", command}};
     co_return co_await call_exec(std::move(o), deadline);
 }
 
-asio::awaitable<boost::system::result<void, backend_error>>
+asio::awaitable<boost::system::result<void, relay_error>>
 bridge_channel::upload(std::string source, std::string target, std::chrono::milliseconds deadline) {
     boost::json::object o{{"op", "upload"}, {"source", source}, {"target", target}};
     co_return co_await call_done(std::move(o), deadline);
 }
 
-asio::awaitable<boost::system::result<void, backend_error>>
+asio::awaitable<boost::system::result<void, relay_error>>
 bridge_channel::stop(std::chrono::milliseconds deadline) {
     boost::json::object o{{"op", "stop"}};
     co_return co_await call_done(std::move(o), deadline);

@@ -51,25 +51,25 @@ class bridge_channel {
     bridge_channel& operator=(const bridge_channel&) = delete;
     ~bridge_channel();
 
-    asio::awaitable<boost::system::result<exec_output, backend_error>>
-    exec(bridge_exec request, std::chrono::milliseconds deadline);
-    asio::awaitable<boost::system::result<exec_output, backend_error>>
+    asio::awaitable<boost::system::result<exec_output, relay_error>> exec(bridge_exec request,
+                                                                          std::chrono::milliseconds deadline);
+    asio::awaitable<boost::system::result<exec_output, relay_error>>
     service_exec(std::string service, std::string command, std::chrono::milliseconds deadline);
-    asio::awaitable<boost::system::result<void, backend_error>> upload(std::string source, std::string target,
-                                                                       std::chrono::milliseconds deadline);
-    asio::awaitable<boost::system::result<void, backend_error>> stop(std::chrono::milliseconds deadline);
+    asio::awaitable<boost::system::result<void, relay_error>> upload(std::string source, std::string target,
+                                                                     std::chrono::milliseconds deadline);
+    asio::awaitable<boost::system::result<void, relay_error>> stop(std::chrono::milliseconds deadline);
 
     [[nodiscard]] unsigned calls() const { return calls_; }
 
   private:
     using reply_slot = asio::experimental::channel<void(boost::system::error_code, boost::json::object)>;
-    asio::awaitable<boost::system::result<boost::json::object, backend_error>>
+    asio::awaitable<boost::system::result<boost::json::object, relay_error>>
     call(boost::json::object request, std::chrono::milliseconds deadline);
     // `call` for the two reply shapes: an exec's output, or a bare acknowledgement.
-    asio::awaitable<boost::system::result<exec_output, backend_error>>
+    asio::awaitable<boost::system::result<exec_output, relay_error>>
     call_exec(boost::json::object request, std::chrono::milliseconds deadline);
-    asio::awaitable<boost::system::result<void, backend_error>> call_done(boost::json::object request,
-                                                                          std::chrono::milliseconds deadline);
+    asio::awaitable<boost::system::result<void, relay_error>> call_done(boost::json::object request,
+                                                                        std::chrono::milliseconds deadline);
     asio::awaitable<void> read_replies();
     asio::awaitable<void> write_queued();
     void fail_all(const std::string& why);

@@ -41,7 +41,7 @@ struct connection {
     }
 };
 
-asio::awaitable<boost::system::result<std::unique_ptr<connection>, docker_error>>
+asio::awaitable<boost::system::result<std::unique_ptr<connection>, relay_error>>
 open_connection(std::string host) {
     auto executor = co_await asio::this_coro::executor;
     if (host.starts_with("unix://")) {
@@ -50,7 +50,8 @@ open_connection(std::string host) {
         auto [ec] = co_await socket.async_connect(asio::local::stream_protocol::endpoint(path),
                                                   as_tuple(use_awaitable));
         if (ec) {
-            co_return docker_error{"cannot reach the Docker engine at " + host + ": " + ec.message()};
+            co_return relay_error{relay_errc::engine,
+                                  "cannot reach the Docker engine at " + host + ": " + ec.message()};
         }
         co_return std::make_unique<connection>(connection{std::move(socket), {}});
     }
@@ -67,11 +68,12 @@ open_connection(std::string host) {
             rec = cec;
         }
         if (rec) {
-            co_return docker_error{"cannot reach the Docker engine at " + host + ": " + rec.message()};
+            co_return relay_error{relay_errc::engine,
+                                  "cannot reach the Docker engine at " + host + ": " + rec.message()};
         }
         co_return std::make_unique<connection>(connection{std::move(socket), {}});
     }
-    co_return docker_error{"DOCKER_HOST " + host + " is neither unix:// nor tcp://"};
+    co_return relay_error{relay_errc::engine, "DOCKER_HOST " + host + " is neither unix:// nor tcp://"};
 }
 
 // The body is referenced, not copied: an upload body is a whole helper binary.
@@ -206,12 +208,13 @@ class hijacked_stream final : public exec_stream {
 docker_api::docker_api(asio::any_io_executor executor, std::string host)
     : executor_(std::move(executor)), host_(std::move(host)) {}
 
-asio::awaitable<boost::system::result<std::string, docker_error>> docker_api::negotiate() {
+asio::awaitable<boost::system::result<std::string, relay_error>> docker_api::negotiate() {
     negotiated_ = true;
     version_prefix_.clear();
     auto version = co_await send("GET", "/version", {}, {});
     if (!version || version->status != 200) {
-        co_return docker_error{"the Docker engine at " + host_ + " did not say its version"};
+        co_return relay_error{relay_errc::engine,
+                              "the Docker engine at " + host_ + " did not say its version"};
     }
     std::string api = "1.41";
     if (const auto engine = parse_api_version(version->body)) {
@@ -224,10 +227,10 @@ asio::awaitable<boost::system::result<std::string, docker_error>> docker_api::ne
         }
     }
     version_prefix_ = "/v" + api;
-    co_return boost::system::result<std::string, docker_error>(boost::system::in_place_value, api);
+    co_return boost::system::result<std::string, relay_error>(boost::system::in_place_value, api);
 }
 
-asio::awaitable<boost::system::result<docker_response, docker_error>>
+asio::awaitable<boost::system::result<docker_response, relay_error>>
 docker_api::request(std::string method, std::string target, std::string body, std::string content_type) {
     auto response = co_await send(method, target, body, content_type);
     // "client version 1.41 is too new": speak the engine's older version, once.
@@ -241,7 +244,7 @@ docker_api::request(std::string method, std::string target, std::string body, st
     co_return response;
 }
 
-asio::awaitable<boost::system::result<docker_response, docker_error>>
+asio::awaitable<boost::system::result<docker_response, relay_error>>
 docker_api::send(const std::string& method, const std::string& target, const std::string& body,
                  const std::string& content_type) {
     ++calls_;
@@ -253,7 +256,8 @@ docker_api::send(const std::string& method, const std::string& target, const std
     auto [wec, written] =
         co_await (*c)->visit([&](auto& s) { return http::async_write(s, req, as_tuple(use_awaitable)); });
     if (wec) {
-        co_return docker_error{"the Docker engine closed the connection: " + wec.message()};
+        co_return relay_error{relay_errc::engine,
+                              "the Docker engine closed the connection: " + wec.message()};
     }
     http::response_parser<http::string_body> parser;
     parser.body_limit(64U << 20U);
@@ -263,34 +267,34 @@ docker_api::send(const std::string& method, const std::string& target, const std
     auto [rec, read] = co_await (*c)->visit(
         [&](auto& s) { return http::async_read(s, (*c)->buffer, parser, as_tuple(use_awaitable)); });
     if (rec) {
-        co_return docker_error{"the Docker engine did not answer " + method + " " + target + ": " +
-                               rec.message()};
+        co_return relay_error{relay_errc::engine, "the Docker engine did not answer " + method + " " +
+                                                      target + ": " + rec.message()};
     }
     auto res = parser.release();
     co_return docker_response{static_cast<int>(res.result_int()), std::move(res.body())};
 }
 
-asio::awaitable<boost::system::result<container_facts, docker_error>>
+asio::awaitable<boost::system::result<container_facts, relay_error>>
 docker_api::inspect_container(std::string id) {
     auto response = co_await request("GET", "/containers/" + id + "/json");
     if (!response) {
         co_return response.error();
     }
     if (response->status == 404) {
-        co_return docker_error{"container " + id + " does not exist", 404};
+        co_return relay_error{relay_errc::engine, "container " + id + " does not exist"};
     }
     if (response->status != 200) {
-        co_return docker_error{"inspecting container " + id + ": " + engine_message(response->body),
-                               response->status};
+        co_return relay_error{relay_errc::engine,
+                              "inspecting container " + id + ": " + engine_message(response->body)};
     }
     auto facts = parse_container(response->body);
     if (!facts) {
-        co_return docker_error{facts.error().message};
+        co_return facts.error();
     }
     co_return std::move(*facts);
 }
 
-asio::awaitable<boost::system::result<std::string, docker_error>>
+asio::awaitable<boost::system::result<std::string, relay_error>>
 docker_api::find_compose_container(std::string project, std::string service) {
     const boost::json::object filters{{"label", boost::json::array{"com.docker.compose.project=" + project,
                                                                    "com.docker.compose.service=" + service}}};
@@ -306,21 +310,20 @@ docker_api::find_compose_container(std::string project, std::string service) {
     }
     auto response = co_await request("GET", "/containers/json?filters=" + encoded);
     if (!response || response->status != 200) {
-        co_return docker_error{"cannot list containers of compose project " + project};
+        co_return relay_error{relay_errc::engine, "cannot list containers of compose project " + project};
     }
     auto id = parse_first_container_id(response->body);
     if (!id) {
-        co_return docker_error{id.error().message};
+        co_return id.error();
     }
     if (!*id) {
-        co_return docker_error{"no running container for service " + service + " of compose project " +
-                               project};
+        co_return relay_error{relay_errc::engine, "no running container for service " + service +
+                                                      " of compose project " + project};
     }
-    co_return boost::system::result<std::string, docker_error>(boost::system::in_place_value,
-                                                               std::move(**id));
+    co_return boost::system::result<std::string, relay_error>(boost::system::in_place_value, std::move(**id));
 }
 
-asio::awaitable<boost::system::result<std::unique_ptr<exec_stream>, docker_error>>
+asio::awaitable<boost::system::result<std::unique_ptr<exec_stream>, relay_error>>
 docker_api::exec(std::string container, exec_spec spec, std::string& exec_id) {
     boost::json::array cmd;
     for (const auto& arg : spec.cmd) {
@@ -345,11 +348,11 @@ docker_api::exec(std::string container, exec_spec spec, std::string& exec_id) {
         // 404: no such container; 409: the engine says whether it is paused or stopped.
         const std::string why = created->status == 404 ? "container " + container + " does not exist"
                                                        : engine_message(created->body);
-        co_return docker_error{"cannot exec in container " + container + ": " + why, created->status};
+        co_return relay_error{relay_errc::engine, "cannot exec in container " + container + ": " + why};
     }
     auto id = parse_exec_id(created->body);
     if (!id) {
-        co_return docker_error{id.error().message};
+        co_return id.error();
     }
     exec_id = std::move(*id);
     ++calls_;
@@ -372,9 +375,10 @@ docker_api::exec(std::string container, exec_spec spec, std::string& exec_id) {
         rec = ec2;
     }
     if (rec || (parser.get().result_int() != 101 && parser.get().result_int() != 200)) {
-        co_return docker_error{
+        co_return relay_error{
+            relay_errc::engine,
             "cannot start the exec in container " + container +
-            (rec ? ": " + rec.message() : ": HTTP " + std::to_string(parser.get().result_int()))};
+                (rec ? ": " + rec.message() : ": HTTP " + std::to_string(parser.get().result_int()))};
     }
     // Bytes read past the header already belong to the stream.
     const auto data = (*c)->buffer.data();
@@ -384,17 +388,17 @@ docker_api::exec(std::string container, exec_spec spec, std::string& exec_id) {
         std::make_unique<hijacked_stream>(std::move(*c), std::move(leftover)));
 }
 
-asio::awaitable<boost::system::result<int, docker_error>> docker_api::exec_exit_code(std::string exec_id) {
+asio::awaitable<boost::system::result<int, relay_error>> docker_api::exec_exit_code(std::string exec_id) {
     auto response = co_await request("GET", "/exec/" + exec_id + "/json");
     if (!response || response->status != 200) {
-        co_return docker_error{"cannot inspect exec " + exec_id};
+        co_return relay_error{relay_errc::engine, "cannot inspect exec " + exec_id};
     }
     auto state = parse_exec_state(response->body);
     if (!state) {
-        co_return docker_error{state.error().message};
+        co_return state.error();
     }
     if (state->running) {
-        co_return docker_error{"still running"};
+        co_return relay_error{relay_errc::engine, "still running"};
     }
     co_return state->exit_code.value_or(-1);
 }

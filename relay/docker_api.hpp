@@ -7,6 +7,7 @@
 #pragma once
 
 #include "relay/engine_replies.hpp"
+#include "relay/error.hpp"
 
 #include <chrono>
 #include <memory>
@@ -21,14 +22,6 @@
 namespace maka_eval::relay {
 
 namespace asio = boost::asio;
-
-struct docker_error {
-    docker_error() = default;
-    explicit docker_error(std::string text, int http_status = 0)
-        : message(std::move(text)), status(http_status) {}
-    std::string message;
-    int status = 0; // the HTTP status when the engine answered, else 0
-};
 
 struct docker_response {
     int status = 0;
@@ -61,23 +54,23 @@ class docker_api {
     docker_api(asio::any_io_executor executor, std::string host);
 
     // The engine's API version, from /version; fails when no engine answers.
-    asio::awaitable<boost::system::result<std::string, docker_error>> negotiate();
-    asio::awaitable<boost::system::result<docker_response, docker_error>>
+    asio::awaitable<boost::system::result<std::string, relay_error>> negotiate();
+    asio::awaitable<boost::system::result<docker_response, relay_error>>
     request(std::string method, std::string target, std::string body = {},
             std::string content_type = "application/json");
-    asio::awaitable<boost::system::result<container_facts, docker_error>> inspect_container(std::string id);
-    asio::awaitable<boost::system::result<std::string, docker_error>>
+    asio::awaitable<boost::system::result<container_facts, relay_error>> inspect_container(std::string id);
+    asio::awaitable<boost::system::result<std::string, relay_error>>
     find_compose_container(std::string project, std::string service);
-    asio::awaitable<boost::system::result<std::unique_ptr<exec_stream>, docker_error>>
+    asio::awaitable<boost::system::result<std::unique_ptr<exec_stream>, relay_error>>
     exec(std::string container, exec_spec spec, std::string& exec_id);
-    asio::awaitable<boost::system::result<int, docker_error>> exec_exit_code(std::string exec_id);
+    asio::awaitable<boost::system::result<int, relay_error>> exec_exit_code(std::string exec_id);
 
     [[nodiscard]] const std::string& host() const { return host_; }
     // HTTP requests made so far (an exec stream counts once), for the benchmark's engine-call figure.
     [[nodiscard]] unsigned calls() const { return calls_; }
 
   private:
-    asio::awaitable<boost::system::result<docker_response, docker_error>>
+    asio::awaitable<boost::system::result<docker_response, relay_error>>
     send(const std::string& method, const std::string& target, const std::string& body,
          const std::string& content_type);
     asio::any_io_executor executor_;

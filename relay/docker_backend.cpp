@@ -52,8 +52,7 @@ class docker_backend final : public backend {
   public:
     docker_backend(asio::any_io_executor executor, const common_options& options, std::string helper_on_host)
         : api_(std::move(executor), docker_host()), options_(options),
-          helper_on_host_(std::move(helper_on_host)),
-          container_(options.env_spec.starts_with("docker:") ? options.env_spec.substr(7) : std::string()) {}
+          helper_on_host_(std::move(helper_on_host)), container_(options.container) {}
 
     std::string describe() const override { return "docker (" + container_ + " via " + api_.host() + ")"; }
     std::optional<unsigned> engine_calls() const override { return api_.calls(); }
@@ -62,7 +61,7 @@ class docker_backend final : public backend {
     // there (the install record says so) the session exec is a root shell that takes the helper on its
     // stdin, installs it and becomes it — the engine's archive upload costs about a bare exec by itself.
     // An image without /bin/sh and `head` falls back to that upload; so does a record that was wrong.
-    asio::awaitable<boost::system::result<std::unique_ptr<helper_session>, backend_error>>
+    asio::awaitable<boost::system::result<std::unique_ptr<helper_session>, relay_error>>
     open_session() override {
         auto resolved = co_await resolve();
         if (!resolved) {
@@ -82,7 +81,7 @@ class docker_backend final : public backend {
             if (streaming) {
                 binary = read_helper();
                 if (!binary) {
-                    co_return backend_error{"cannot read " + helper_on_host_};
+                    co_return relay_error{relay_errc::environment, "cannot read " + helper_on_host_};
                 }
             }
             std::vector<std::string> cmd = streaming ? install_and_become(binary->size(), args) : args;
@@ -93,7 +92,7 @@ class docker_backend final : public backend {
             std::string id;
             auto stream = co_await api_.exec(container_, std::move(spec), id);
             if (!stream) {
-                co_return backend_error{stream.error().message};
+                co_return stream.error();
             }
             std::optional<std::string> first;
             if (binary) {
@@ -124,15 +123,15 @@ class docker_backend final : public backend {
                     std::make_unique<docker_session>(std::move(*stream), std::move(*first)));
             }
             if (const auto* refused = hello ? std::get_if<contracts::error_message>(&*hello) : nullptr) {
-                if (refused->code == "identity-unavailable" && supervise_as_root_) {
+                if (refused->code == contracts::helper_fault::identity_unavailable && supervise_as_root_) {
                     // Root without the capabilities to switch users (--cap-drop ALL): the whole session then
                     // runs as the subject's user, as before — the relay logs that mode.
                     supervise_as_root_ = false;
                     stream_install = false;
                     continue;
                 }
-                co_return backend_error{"maka-eval-helper in container " + container_ + ": " +
-                                        refused->message};
+                co_return relay_error{relay_errc::environment, "maka-eval-helper in container " + container_ +
+                                                                   ": " + refused->message};
             }
             const int code = co_await exit_code_of(id);
             if (streaming) {
@@ -148,13 +147,15 @@ class docker_backend final : public backend {
                 continue;
             }
             const std::string said = first ? *first : (*stream)->stderr_text();
-            co_return backend_error{"maka-eval-helper did not start in container " + container_ + " (exit " +
-                                    std::to_string(code) + ")" + (said.empty() ? "" : ": " + said)};
+            co_return relay_error{relay_errc::environment, "maka-eval-helper did not start in container " +
+                                                               container_ + " (exit " + std::to_string(code) +
+                                                               ")" + (said.empty() ? "" : ": " + said)};
         }
-        co_return backend_error{"maka-eval-helper did not start in container " + container_};
+        co_return relay_error{relay_errc::environment,
+                              "maka-eval-helper did not start in container " + container_};
     }
 
-    asio::awaitable<boost::system::result<exec_output, backend_error>>
+    asio::awaitable<boost::system::result<exec_output, relay_error>>
     run_helper_as_root(std::vector<std::string> args) override {
         auto resolved = co_await resolve();
         if (!resolved) {
@@ -165,7 +166,7 @@ class docker_backend final : public backend {
         co_return co_await one_shot(container_, std::move(args), "0");
     }
 
-    asio::awaitable<boost::system::result<std::string, backend_error>>
+    asio::awaitable<boost::system::result<std::string, relay_error>>
     policy_namespace(std::string sidecar) override {
         auto resolved = co_await resolve();
         if (!resolved) {
@@ -185,15 +186,15 @@ class docker_backend final : public backend {
             co_return output.error();
         }
         if (output->exit_code != 0) {
-            co_return backend_error{"the policy sidecar " + sidecar +
-                                    " could not report its network namespace"};
+            co_return relay_error{relay_errc::environment, "the policy sidecar " + sidecar +
+                                                               " could not report its network namespace"};
         }
         std::string ns = output->out;
         while (!ns.empty() && (ns.back() == '\n' || ns.back() == '\r' || ns.back() == ' ')) {
             ns.pop_back();
         }
-        co_return boost::system::result<std::string, backend_error>(boost::system::in_place_value,
-                                                                    std::move(ns));
+        co_return boost::system::result<std::string, relay_error>(boost::system::in_place_value,
+                                                                  std::move(ns));
     }
 
     asio::awaitable<void> destroy(std::optional<int>, std::chrono::milliseconds budget) override {
@@ -243,15 +244,15 @@ class docker_backend final : public backend {
 
     // Once: the container (by name, or by compose labels) and where the helper lives in it. No engine call
     // unless compose labels must be looked up.
-    asio::awaitable<boost::system::result<void, backend_error>> resolve() {
+    asio::awaitable<boost::system::result<void, relay_error>> resolve() {
         if (resolved_) {
-            co_return boost::system::result<void, backend_error>{};
+            co_return boost::system::result<void, relay_error>{};
         }
         if (!options_.compose_project.empty()) {
             auto found =
                 co_await api_.find_compose_container(options_.compose_project, options_.compose_service);
             if (!found) {
-                co_return backend_error{found.error().message};
+                co_return found.error();
             }
             container_ = *found;
         }
@@ -259,11 +260,11 @@ class docker_backend final : public backend {
         // `docker exec` would run as: the subject's identity), and its compose project (for the sidecar).
         auto facts = co_await api_.inspect_container(container_);
         if (!facts) {
-            co_return backend_error{facts.error().message};
+            co_return facts.error();
         }
         if (facts->paused || !facts->running) {
-            co_return backend_error{"container " + container_ + " is " +
-                                    (facts->paused ? "paused" : "not running")};
+            co_return relay_error{relay_errc::environment, "container " + container_ + " is " +
+                                                               (facts->paused ? "paused" : "not running")};
         }
         container_id_ = facts->id;
         subject_user_ = options_.user.empty() ? facts->user : options_.user;
@@ -279,7 +280,7 @@ class docker_backend final : public backend {
             helper_in_container_ = "/" + std::string(helper_directory) + "/" + helper_name_;
         }
         resolved_ = true;
-        co_return boost::system::result<void, backend_error>{};
+        co_return boost::system::result<void, relay_error>{};
     }
 
     // The helper binary, whole (1.7 MB): only read when it goes into a container.
@@ -311,21 +312,22 @@ class docker_backend final : public backend {
         return cmd;
     }
 
-    asio::awaitable<boost::system::result<void, backend_error>> upload_helper() {
+    asio::awaitable<boost::system::result<void, relay_error>> upload_helper() {
         auto archive =
             tar_one_file_from(helper_directory, helper_name_, helper_on_host_, 0755, "maka-eval-helper");
         if (!archive) {
-            co_return backend_error{"cannot read " + helper_on_host_};
+            co_return relay_error{relay_errc::environment, "cannot read " + helper_on_host_};
         }
         std::string target = "/containers/" + container_ + "/archive?path=/";
         auto put = co_await api_.request("PUT", std::move(target), std::move(*archive), "application/x-tar");
         if (!put || put->status != 200) {
-            co_return backend_error{"cannot put maka-eval-helper into container " + container_ +
-                                    (put ? " (HTTP " + std::to_string(put->status) + "; a read-only root?)"
-                                         : ": " + put.error().message) +
-                                    ": mount it into the container and pass --helper-in-container PATH"};
+            co_return relay_error{relay_errc::environment,
+                                  "cannot put maka-eval-helper into container " + container_ +
+                                      (put ? " (HTTP " + std::to_string(put->status) + "; a read-only root?)"
+                                           : ": " + put.error().message) +
+                                      ": mount it into the container and pass --helper-in-container PATH"};
         }
-        co_return boost::system::result<void, backend_error>{};
+        co_return boost::system::result<void, relay_error>{};
     }
 
     // The stream ends a moment before the engine records the exit code: ask until it has one (5 s at most).
@@ -342,13 +344,13 @@ class docker_backend final : public backend {
         co_return -1;
     }
 
-    asio::awaitable<boost::system::result<exec_output, backend_error>>
+    asio::awaitable<boost::system::result<exec_output, relay_error>>
     one_shot(std::string container, std::vector<std::string> cmd, std::string user) {
         std::string id;
         exec_spec spec{std::move(cmd), std::move(user), {}, false};
         auto stream = co_await api_.exec(container, std::move(spec), id);
         if (!stream) {
-            co_return backend_error{stream.error().message};
+            co_return stream.error();
         }
         exec_output out;
         out.out = co_await (*stream)->read_rest(1U << 20U);
@@ -374,7 +376,7 @@ class docker_backend final : public backend {
 
 } // namespace
 
-boost::system::result<std::unique_ptr<backend>, backend_error>
+boost::system::result<std::unique_ptr<backend>, relay_error>
 make_docker_backend(const common_options& options, asio::any_io_executor executor) {
     auto helper = helper_to_upload(options);
     if (!helper) {

@@ -12,7 +12,7 @@
 
 namespace maka_eval::relay {
 
-[[nodiscard]] boost::system::result<std::unique_ptr<backend>, backend_error>
+[[nodiscard]] boost::system::result<std::unique_ptr<backend>, relay_error>
 make_docker_backend(const common_options& options, asio::any_io_executor executor);
 
 } // namespace maka_eval::relay

@@ -9,12 +9,11 @@ namespace {
 
 namespace json = boost::json;
 
-boost::system::result<json::object, engine_reply_error> object_of(std::string_view body,
-                                                                  std::string_view what) {
+boost::system::result<json::object, relay_error> object_of(std::string_view body, std::string_view what) {
     boost::system::error_code ec;
     auto value = json::parse(body, ec);
     if (ec || !value.is_object()) {
-        return engine_reply_error{"the Docker engine sent an unreadable " + std::string(what)};
+        return relay_error{relay_errc::engine, "the Docker engine sent an unreadable " + std::string(what)};
     }
     return std::move(value.get_object());
 }
@@ -39,7 +38,7 @@ bool flag_at(const json::object& parent, std::string_view key) {
 
 } // namespace
 
-boost::system::result<container_facts, engine_reply_error> parse_container(std::string_view body) {
+boost::system::result<container_facts, relay_error> parse_container(std::string_view body) {
     auto object = object_of(body, "container description");
     if (!object) {
         return object.error();
@@ -49,7 +48,8 @@ boost::system::result<container_facts, engine_reply_error> parse_container(std::
     const auto* state = child_object(*object, "State");
     const auto* config = child_object(*object, "Config");
     if (!id || id->empty() || state == nullptr || config == nullptr) {
-        return engine_reply_error{"the Docker engine's container description lacks Id, State or Config"};
+        return relay_error{relay_errc::engine,
+                           "the Docker engine's container description lacks Id, State or Config"};
     }
     out.id = std::move(*id);
     out.running = flag_at(*state, "Running");
@@ -61,25 +61,24 @@ boost::system::result<container_facts, engine_reply_error> parse_container(std::
     return out;
 }
 
-boost::system::result<std::string, engine_reply_error> parse_exec_id(std::string_view body) {
+boost::system::result<std::string, relay_error> parse_exec_id(std::string_view body) {
     auto object = object_of(body, "exec id");
     if (!object) {
         return object.error();
     }
     auto id = text_at(*object, "Id");
     if (!id || id->empty()) {
-        return engine_reply_error{"the Docker engine sent an unreadable exec id"};
+        return relay_error{relay_errc::engine, "the Docker engine sent an unreadable exec id"};
     }
-    return boost::system::result<std::string, engine_reply_error>(boost::system::in_place_value,
-                                                                  std::move(*id));
+    return boost::system::result<std::string, relay_error>(boost::system::in_place_value, std::move(*id));
 }
 
-boost::system::result<std::optional<std::string>, engine_reply_error>
+boost::system::result<std::optional<std::string>, relay_error>
 parse_first_container_id(std::string_view body) {
     boost::system::error_code ec;
     auto value = json::parse(body, ec);
     if (ec || !value.is_array()) {
-        return engine_reply_error{"the Docker engine sent an unreadable container list"};
+        return relay_error{relay_errc::engine, "the Docker engine sent an unreadable container list"};
     }
     if (value.get_array().empty()) {
         return std::optional<std::string>(); // no match: the caller says what it looked for
@@ -87,12 +86,13 @@ parse_first_container_id(std::string_view body) {
     const auto& first = value.get_array().front();
     auto id = first.is_object() ? text_at(first.get_object(), "Id") : std::nullopt;
     if (!id || id->empty()) {
-        return engine_reply_error{"the Docker engine's container list has an entry without an Id"};
+        return relay_error{relay_errc::engine,
+                           "the Docker engine's container list has an entry without an Id"};
     }
     return id;
 }
 
-boost::system::result<exec_state, engine_reply_error> parse_exec_state(std::string_view body) {
+boost::system::result<exec_state, relay_error> parse_exec_state(std::string_view body) {
     auto object = object_of(body, "exec description");
     if (!object) {
         return object.error();
@@ -123,9 +123,9 @@ std::string engine_message(std::string_view body) {
     return std::string(body.substr(0, 200));
 }
 
-boost::system::result<frame_header, engine_reply_error> parse_frame_header(std::string_view eight) {
+boost::system::result<frame_header, relay_error> parse_frame_header(std::string_view eight) {
     if (eight.size() != 8) {
-        return engine_reply_error{"a truncated exec stream frame header"};
+        return relay_error{relay_errc::engine, "a truncated exec stream frame header"};
     }
     const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(eight[i]); };
     frame_header out;
@@ -133,11 +133,12 @@ boost::system::result<frame_header, engine_reply_error> parse_frame_header(std::
     out.size = (std::size_t{byte(4)} << 24U) | (std::size_t{byte(5)} << 16U) | (std::size_t{byte(6)} << 8U) |
                std::size_t{byte(7)};
     if (out.stream > 2 || byte(1) != 0 || byte(2) != 0 || byte(3) != 0) {
-        return engine_reply_error{"the exec stream is not in the engine's multiplexed format"};
+        return relay_error{relay_errc::engine, "the exec stream is not in the engine's multiplexed format"};
     }
     if (out.size > exec_frame_limit_bytes) {
-        return engine_reply_error{"the exec stream announced a frame of " + std::to_string(out.size) +
-                                  " bytes, over the limit of " + std::to_string(exec_frame_limit_bytes)};
+        return relay_error{relay_errc::engine, "the exec stream announced a frame of " +
+                                                   std::to_string(out.size) + " bytes, over the limit of " +
+                                                   std::to_string(exec_frame_limit_bytes)};
     }
     return out;
 }

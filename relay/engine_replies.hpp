@@ -6,6 +6,8 @@
 // Boost.JSON. Pure, so the fuzz target covers it (tests/fuzz/fuzz_engine_reply.cpp).
 #pragma once
 
+#include "relay/error.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -17,12 +19,6 @@
 namespace maka_eval::relay {
 
 // An engine reply we cannot use, said for a person.
-struct engine_reply_error {
-    engine_reply_error() = default;
-    explicit engine_reply_error(std::string text) : message(std::move(text)) {}
-    std::string message;
-};
-
 // GET /containers/{id}/json: what the backend needs of a container.
 struct container_facts {
     std::string id;
@@ -31,14 +27,13 @@ struct container_facts {
     bool paused = false;
     std::string compose_project; // label com.docker.compose.project, when it has one
 };
-[[nodiscard]] boost::system::result<container_facts, engine_reply_error>
-parse_container(std::string_view body);
+[[nodiscard]] boost::system::result<container_facts, relay_error> parse_container(std::string_view body);
 
 // POST /containers/{id}/exec: the new exec's id.
-[[nodiscard]] boost::system::result<std::string, engine_reply_error> parse_exec_id(std::string_view body);
+[[nodiscard]] boost::system::result<std::string, relay_error> parse_exec_id(std::string_view body);
 
 // GET /containers/json: the first container's id (the list is already filtered); nullopt for an empty list.
-[[nodiscard]] boost::system::result<std::optional<std::string>, engine_reply_error>
+[[nodiscard]] boost::system::result<std::optional<std::string>, relay_error>
 parse_first_container_id(std::string_view body);
 
 // GET /exec/{id}/json: whether it still runs, and its exit code once it does not.
@@ -46,7 +41,7 @@ struct exec_state {
     bool running = false;
     std::optional<int> exit_code;
 };
-[[nodiscard]] boost::system::result<exec_state, engine_reply_error> parse_exec_state(std::string_view body);
+[[nodiscard]] boost::system::result<exec_state, relay_error> parse_exec_state(std::string_view body);
 
 // GET /version: ApiVersion; nullopt when the reply does not say.
 [[nodiscard]] std::optional<std::string> parse_api_version(std::string_view body);
@@ -62,7 +57,6 @@ struct frame_header {
     unsigned char stream = 0; // 0 stdin, 1 stdout, 2 stderr
     std::size_t size = 0;
 };
-[[nodiscard]] boost::system::result<frame_header, engine_reply_error>
-parse_frame_header(std::string_view eight);
+[[nodiscard]] boost::system::result<frame_header, relay_error> parse_frame_header(std::string_view eight);
 
 } // namespace maka_eval::relay

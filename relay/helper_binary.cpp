@@ -20,12 +20,13 @@ namespace maka_eval::relay {
 
 namespace bp = boost::process::v2;
 
-boost::system::result<std::string, backend_error> locate_helper(const std::string& configured) {
+boost::system::result<std::string, relay_error> locate_helper(const std::string& configured) {
     namespace fs = std::filesystem;
-    using helper_path = boost::system::result<std::string, backend_error>;
+    using helper_path = boost::system::result<std::string, relay_error>;
     if (!configured.empty()) {
         if (::access(configured.c_str(), X_OK) != 0) {
-            return backend_error{"--helper " + configured + " is not an executable file"};
+            return relay_error{relay_errc::environment,
+                               "--helper " + configured + " is not an executable file"};
         }
         return helper_path(boost::system::in_place_value, configured);
     }
@@ -45,25 +46,26 @@ boost::system::result<std::string, backend_error> locate_helper(const std::strin
     if (!found.empty()) {
         return helper_path(boost::system::in_place_value, found.string());
     }
-    return backend_error{"maka-eval-helper was not found: pass --helper PATH or set MAKA_EVAL_HELPER"};
+    return relay_error{relay_errc::environment,
+                       "maka-eval-helper was not found: pass --helper PATH or set MAKA_EVAL_HELPER"};
 }
 
-boost::system::result<std::string, backend_error> helper_to_upload(const common_options& options) {
+boost::system::result<std::string, relay_error> helper_to_upload(const common_options& options) {
     auto helper = locate_helper(options.helper_path);
     if (!helper) {
         if (!options.helper_in_container.empty()) {
-            return boost::system::result<std::string, backend_error>(boost::system::in_place_value, "");
+            return boost::system::result<std::string, relay_error>(boost::system::in_place_value, "");
         }
         return helper.error();
     }
     // The file itself, not a symlink to it: uploads (docker cp) copy a symlink as a symlink.
     std::error_code ec;
     auto real = std::filesystem::canonical(*helper, ec);
-    return boost::system::result<std::string, backend_error>(boost::system::in_place_value,
-                                                             ec ? *helper : real.string());
+    return boost::system::result<std::string, relay_error>(boost::system::in_place_value,
+                                                           ec ? *helper : real.string());
 }
 
-boost::system::result<std::string, backend_error> helper_content_name(const std::string& path) {
+boost::system::result<std::string, relay_error> helper_content_name(const std::string& path) {
     // Hashed in chunks: the binary is only held in memory when it must be uploaded.
     std::ifstream in(path, std::ios::binary);
     contracts::sha256 digest;
@@ -74,10 +76,10 @@ boost::system::result<std::string, backend_error> helper_content_name(const std:
         size += static_cast<std::size_t>(in.gcount());
     }
     if (size == 0) {
-        return backend_error{"cannot read " + path};
+        return relay_error{relay_errc::environment, "cannot read " + path};
     }
-    return boost::system::result<std::string, backend_error>(boost::system::in_place_value,
-                                                             "helper-" + digest.hex().substr(0, 16));
+    return boost::system::result<std::string, relay_error>(boost::system::in_place_value,
+                                                           "helper-" + digest.hex().substr(0, 16));
 }
 
 } // namespace maka_eval::relay

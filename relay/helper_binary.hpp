@@ -16,13 +16,12 @@
 namespace maka_eval::relay {
 
 // maka-eval-helper for this host: --helper, else beside this binary, else in the build tree, else on PATH.
-[[nodiscard]] boost::system::result<std::string, backend_error> locate_helper(const std::string& configured);
+[[nodiscard]] boost::system::result<std::string, relay_error> locate_helper(const std::string& configured);
 // For the docker and bridge backends: the helper file to upload, resolved past symlinks; empty when
 // --helper-in-container names one already there and none is found here.
-[[nodiscard]] boost::system::result<std::string, backend_error>
-helper_to_upload(const common_options& options);
+[[nodiscard]] boost::system::result<std::string, relay_error> helper_to_upload(const common_options& options);
 // "helper-<first 16 hex digits of its SHA-256>": its name inside a container (docker, bridge).
-[[nodiscard]] boost::system::result<std::string, backend_error> helper_content_name(const std::string& path);
+[[nodiscard]] boost::system::result<std::string, relay_error> helper_content_name(const std::string& path);
 // The directory inside a container that holds it, owned by root.
 inline constexpr std::string_view helper_directory = ".maka-eval";
 

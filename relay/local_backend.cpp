@@ -125,7 +125,7 @@ class local_backend final : public backend {
     std::string describe() const override { return "local (" + work_.string() + ")"; }
     bool is_host() const override { return true; }
 
-    asio::awaitable<boost::system::result<std::unique_ptr<helper_session>, backend_error>>
+    asio::awaitable<boost::system::result<std::unique_ptr<helper_session>, relay_error>>
     open_session() override {
         try {
             // As root with --user: a root supervisor and the subject as that user, as in a container.
@@ -135,19 +135,20 @@ class local_backend final : public backend {
             }
             co_return std::make_unique<local_session>(executor_, helper_, args);
         } catch (const std::exception& error) {
-            co_return backend_error{"cannot start " + helper_ + ": " + error.what()};
+            co_return relay_error{relay_errc::environment, "cannot start " + helper_ + ": " + error.what()};
         }
     }
 
-    asio::awaitable<boost::system::result<exec_output, backend_error>>
+    asio::awaitable<boost::system::result<exec_output, relay_error>>
     run_helper_as_root(std::vector<std::string>) override {
-        co_return backend_error{
+        co_return relay_error{
+            relay_errc::environment,
             "the local backend cannot pin the egress proxy (it would edit this host's /etc/hosts)"};
     }
 
-    asio::awaitable<boost::system::result<std::string, backend_error>>
-    policy_namespace(std::string) override {
-        co_return backend_error{
+    asio::awaitable<boost::system::result<std::string, relay_error>> policy_namespace(std::string) override {
+        co_return relay_error{
+            relay_errc::environment,
             "the local backend has no egress policy sidecar: egress isolation cannot be checked"};
     }
 
@@ -180,29 +181,32 @@ class local_backend final : public backend {
 
 } // namespace
 
-boost::system::result<std::unique_ptr<backend>, backend_error>
+boost::system::result<std::unique_ptr<backend>, relay_error>
 make_local_backend(const common_options& options, asio::any_io_executor executor) {
     auto helper = locate_helper(options.helper_path);
     if (!helper) {
         return helper.error();
     }
     if (!options.user.empty() && ::geteuid() != 0) {
-        return backend_error{"--user on the local backend needs the relay to run as root (it supervises the "
-                             "subject as root and starts it as that user)"};
+        return relay_error{relay_errc::environment,
+                           "--user on the local backend needs the relay to run as root (it supervises the "
+                           "subject as root and starts it as that user)"};
     }
     std::filesystem::path work = options.work_dir;
     std::error_code ec;
     if (work.empty()) {
         std::string pattern = (std::filesystem::temp_directory_path(ec) / "maka-eval-relay-XXXXXX").string();
         if (::mkdtemp(pattern.data()) == nullptr) {
-            return backend_error{"cannot create a work directory under " +
-                                 std::filesystem::temp_directory_path(ec).string()};
+            return relay_error{relay_errc::environment,
+                               "cannot create a work directory under " +
+                                   std::filesystem::temp_directory_path(ec).string()};
         }
         work = pattern;
     }
     std::filesystem::create_directories(work / "agent", ec);
     if (ec) {
-        return backend_error{"cannot create " + (work / "agent").string() + ": " + ec.message()};
+        return relay_error{relay_errc::environment,
+                           "cannot create " + (work / "agent").string() + ": " + ec.message()};
     }
     std::filesystem::permissions(work / "agent", std::filesystem::perms::owner_all, ec);
     return std::unique_ptr<backend>(

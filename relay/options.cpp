@@ -64,7 +64,7 @@ bool parse_u32(std::string_view text, std::uint32_t& out) {
 
 // The task's environment from an inherited descriptor (the adapter's pipe), read to EOF and closed. Values
 // may be secrets: they never appear in an error message, and the raw text is wiped once parsed.
-boost::system::result<contracts::variables, usage_error> read_task_environment(int fd) {
+boost::system::result<contracts::variables, relay_error> read_task_environment(int fd) {
     constexpr std::size_t limit = std::size_t{1} << 20;
     std::string text;
     std::string chunk(4096, '\0');
@@ -84,19 +84,21 @@ boost::system::result<contracts::variables, usage_error> read_task_environment(i
     ::close(fd);
     if (failed) {
         contracts::wipe(text);
-        return usage_error{"--task-env-fd " + std::to_string(fd) + ": unreadable, or over " +
-                           std::to_string(limit) + " bytes"};
+        return relay_error{relay_errc::usage, "--task-env-fd " + std::to_string(fd) +
+                                                  ": unreadable, or over " + std::to_string(limit) +
+                                                  " bytes"};
     }
     auto parsed = contracts::parse_object(text, limit);
     contracts::wipe(text);
     if (!parsed) {
-        return usage_error{"--task-env-fd " + std::to_string(fd) + ": not a JSON object"};
+        return relay_error{relay_errc::usage, "--task-env-fd " + std::to_string(fd) + ": not a JSON object"};
     }
     contracts::variables out;
     for (auto& [name, value] : *parsed) {
         if (!contracts::is_variable_name(name) || !value.is_string()) {
-            return usage_error{"--task-env-fd: the task environment's entry " + std::string(name) +
-                               " is not NAME: \"text\" with a valid variable name"};
+            return relay_error{relay_errc::usage, "--task-env-fd: the task environment's entry " +
+                                                      std::string(name) +
+                                                      " is not NAME: \"text\" with a valid variable name"};
         }
         out.emplace_back(std::string(name), std::string(value.get_string()));
     }
@@ -104,7 +106,7 @@ boost::system::result<contracts::variables, usage_error> read_task_environment(i
 }
 
 // Parses an option shared by both modes at args[i]; returns false when args[i] is not one.
-boost::system::result<bool, usage_error> common_option(std::span<const std::string_view> args, std::size_t& i,
+boost::system::result<bool, relay_error> common_option(std::span<const std::string_view> args, std::size_t& i,
                                                        common_options& out) {
     const auto name = args[i];
     auto value = [&]() -> std::optional<std::string_view> {
@@ -113,16 +115,20 @@ boost::system::result<bool, usage_error> common_option(std::span<const std::stri
         }
         return args[++i];
     };
-    auto missing = [&] { return usage_error{std::string(name) + " needs a value"}; };
+    auto missing = [&] { return relay_error{relay_errc::usage, std::string(name) + " needs a value"}; };
     if (name == "--env") {
         const auto v = value();
         if (!v) {
             return missing();
         }
-        if (*v != "local" && *v != "bridge" && !(v->starts_with("docker:") && v->size() > 7)) {
-            return usage_error{"--env takes local, docker:CONTAINER or bridge"};
+        if (*v == "local" || *v == "bridge") {
+            out.backend = *v == "local" ? backend_kind::local : backend_kind::bridge;
+        } else if (v->starts_with("docker:") && v->size() > 7) {
+            out.backend = backend_kind::docker;
+            out.container = v->substr(7);
+        } else {
+            return relay_error{relay_errc::usage, "--env takes local, docker:CONTAINER or bridge"};
         }
-        out.env_spec = *v;
     } else if (name == "--teardown-timeout-ms") {
         const auto v = value();
         if (!v) {
@@ -130,14 +136,14 @@ boost::system::result<bool, usage_error> common_option(std::span<const std::stri
         }
         const auto parsed = parse_teardown_timeout(*v);
         if (!parsed) {
-            return usage_error{"Maka Eval teardown timeout is invalid"};
+            return relay_error{relay_errc::usage, "Maka Eval teardown timeout is invalid"};
         }
         out.teardown_timeout_ms = *parsed;
     } else if (name == "--term-grace-ms" || name == "--kill-grace-ms") {
         const auto v = value();
         std::uint32_t ms = 0;
         if (!v || !parse_u32(*v, ms)) {
-            return usage_error{std::string(name) + " takes a number of milliseconds"};
+            return relay_error{relay_errc::usage, std::string(name) + " takes a number of milliseconds"};
         }
         (name == "--term-grace-ms" ? out.term_grace_ms : out.kill_grace_ms) = ms;
     } else if (name == "--helper" || name == "--work-dir" || name == "--policy-sidecar" ||
@@ -155,19 +161,20 @@ boost::system::result<bool, usage_error> common_option(std::span<const std::stri
                                                             : out.helper_in_container;
         target = *v;
         if (name == "--compose-project") {
-            out.env_spec = "docker:";
+            out.backend = backend_kind::docker;
         }
     } else if (name == "--bridge-fd") {
         const auto v = value();
         std::uint32_t fd = 0;
         if (!v || !parse_u32(*v, fd) || fd < 3 || fd > 65535) {
-            return usage_error{"--bridge-fd takes the number of an inherited socket (3 or more)"};
+            return relay_error{relay_errc::usage,
+                               "--bridge-fd takes the number of an inherited socket (3 or more)"};
         }
         out.bridge_fd = static_cast<int>(fd);
     } else if (name == "--log-format") {
         const auto v = value();
         if (!v || (*v != "text" && *v != "json")) {
-            return usage_error{"--log-format takes text or json"};
+            return relay_error{relay_errc::usage, "--log-format takes text or json"};
         }
         out.log = *v == "json" ? log_format::json : log_format::text;
     } else if (name == "--quiet") {
@@ -181,14 +188,16 @@ boost::system::result<bool, usage_error> common_option(std::span<const std::stri
     } else if (name == "--user") {
         const auto v = value();
         if (!v || v->empty() || v->front() == ':' || v->find('\0') != std::string_view::npos) {
-            return usage_error{"--user takes USER[:GROUP] (a name or a numeric id, as docker exec -u)"};
+            return relay_error{relay_errc::usage,
+                               "--user takes USER[:GROUP] (a name or a numeric id, as docker exec -u)"};
         }
         out.user = *v;
     } else if (name == "--task-env-fd") {
         const auto v = value();
         std::uint32_t fd = 0;
         if (!v || !parse_u32(*v, fd) || fd < 3 || fd > 65535) {
-            return usage_error{"--task-env-fd takes the number of an inherited descriptor (3 or more)"};
+            return relay_error{relay_errc::usage,
+                               "--task-env-fd takes the number of an inherited descriptor (3 or more)"};
         }
         auto vars = read_task_environment(static_cast<int>(fd));
         if (!vars) {
@@ -201,7 +210,7 @@ boost::system::result<bool, usage_error> common_option(std::span<const std::stri
         const auto [ptr, ec] = v ? std::from_chars(v->data(), v->data() + v->size(), bytes)
                                  : std::from_chars_result{nullptr, std::errc::invalid_argument};
         if (!v || ec != std::errc() || ptr != v->data() + v->size()) {
-            return usage_error{"--artifact-limit takes a number of bytes"};
+            return relay_error{relay_errc::usage, "--artifact-limit takes a number of bytes"};
         }
         out.artifact_limit = bytes;
     } else {
@@ -211,13 +220,19 @@ boost::system::result<bool, usage_error> common_option(std::span<const std::stri
 }
 
 // Options that only make sense together.
-boost::system::result<void, usage_error> check_backend(const common_options& out) {
-    if ((out.env_spec == "bridge") != (out.bridge_fd >= 0)) {
-        return usage_error{"--env bridge and --bridge-fd go together: the bridge is the socket the trial "
+boost::system::result<void, relay_error> check_backend(const common_options& out) {
+    if ((out.backend == backend_kind::bridge) != (out.bridge_fd >= 0)) {
+        return relay_error{relay_errc::usage,
+                           "--env bridge and --bridge-fd go together: the bridge is the socket the trial "
                            "runner's adapter (relay/harbor) passes"};
     }
-    if (out.env_spec == "bridge" && !out.user.empty()) {
-        return usage_error{
+    if (!out.compose_project.empty() && !out.container.empty()) {
+        return relay_error{relay_errc::usage,
+                           "--env docker:CONTAINER and --compose-project both name the container: give one"};
+    }
+    if (out.backend == backend_kind::bridge && !out.user.empty()) {
+        return relay_error{
+            relay_errc::usage,
             "--user is for the docker and local backends: on the bridge the subject runs as the "
             "trial runner's default user"};
     }
@@ -230,10 +245,6 @@ void egress_from(env_lookup env, common_options& out) {
 }
 
 } // namespace
-
-void throw_exception_from_error(const usage_error& e, const boost::source_location&) {
-    throw std::invalid_argument(e.message);
-}
 
 std::optional<std::string> process_env(const char* name) {
     const char* value = std::getenv(name);
@@ -253,16 +264,17 @@ std::optional<std::int64_t> parse_teardown_timeout(std::string_view text) {
     return value;
 }
 
-boost::system::result<std::string, usage_error> read_secret_file(const std::string& path) {
+boost::system::result<std::string, relay_error> read_secret_file(const std::string& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
-        return usage_error{path + ": " + std::strerror(errno)};
+        return relay_error{relay_errc::usage, path + ": " + std::strerror(errno)};
     }
     struct stat info {};
     if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) || info.st_uid != ::geteuid() ||
         (info.st_mode & 077) != 0) {
         ::close(fd);
-        return usage_error{path + " must be a regular file owned by this user with mode 0600"};
+        return relay_error{relay_errc::usage,
+                           path + " must be a regular file owned by this user with mode 0600"};
     }
     std::string text;
     char buffer[4096];
@@ -274,10 +286,10 @@ boost::system::result<std::string, usage_error> read_secret_file(const std::stri
     while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) {
         text.pop_back();
     }
-    return boost::system::result<std::string, usage_error>(boost::system::in_place_value, std::move(text));
+    return boost::system::result<std::string, relay_error>(boost::system::in_place_value, std::move(text));
 }
 
-boost::system::result<connect_options, usage_error> parse_connect(std::span<const std::string_view> args,
+boost::system::result<connect_options, relay_error> parse_connect(std::span<const std::string_view> args,
                                                                   env_lookup env) {
     connect_options out;
     std::string token_file;
@@ -298,7 +310,7 @@ boost::system::result<connect_options, usage_error> parse_connect(std::span<cons
         } else if (name == "--port" && has_value) {
             std::uint32_t port = 0;
             if (!parse_u32(args[++i], port) || port == 0 || port > 65535) {
-                return usage_error{"--port takes a TCP port"};
+                return relay_error{relay_errc::usage, "--port takes a TCP port"};
             }
             out.port = static_cast<std::uint16_t>(port);
             port_seen = true;
@@ -309,14 +321,14 @@ boost::system::result<connect_options, usage_error> parse_connect(std::span<cons
         } else if (name == "--instruction-file" && has_value) {
             instruction_file = std::string(args[++i]);
         } else if (name == "--token" || name.starts_with("--token=")) {
-            return usage_error{"the relay token is never taken from the command line: set "
-                               "MAKA_EVAL_RELAY_TOKEN or use --token-file"};
+            return relay_error{relay_errc::usage, "the relay token is never taken from the command line: set "
+                                                  "MAKA_EVAL_RELAY_TOKEN or use --token-file"};
         } else {
-            return usage_error{"unknown or incomplete option " + std::string(name)};
+            return relay_error{relay_errc::usage, "unknown or incomplete option " + std::string(name)};
         }
     }
     if (out.host.empty() || !port_seen) {
-        return usage_error{"connect needs --host and --port"};
+        return relay_error{relay_errc::usage, "connect needs --host and --port"};
     }
     if (!token_file.empty()) {
         auto token = read_secret_file(token_file);
@@ -328,12 +340,13 @@ boost::system::result<connect_options, usage_error> parse_connect(std::span<cons
         out.token = env("MAKA_EVAL_RELAY_TOKEN").value_or("");
     }
     if (out.token.empty()) {
-        return usage_error{"no relay token: set MAKA_EVAL_RELAY_TOKEN or use --token-file"};
+        return relay_error{relay_errc::usage,
+                           "no relay token: set MAKA_EVAL_RELAY_TOKEN or use --token-file"};
     }
     if (instruction_file) {
         std::ifstream in(*instruction_file, std::ios::binary);
         if (!in) {
-            return usage_error{*instruction_file + ": cannot be read"};
+            return relay_error{relay_errc::usage, *instruction_file + ": cannot be read"};
         }
         std::ostringstream text;
         text << in.rdbuf();
@@ -346,7 +359,7 @@ boost::system::result<connect_options, usage_error> parse_connect(std::span<cons
     return out;
 }
 
-boost::system::result<run_options, usage_error> parse_run(std::span<const std::string_view> args,
+boost::system::result<run_options, relay_error> parse_run(std::span<const std::string_view> args,
                                                           env_lookup env) {
     run_options out;
     std::size_t i = 0;
@@ -368,24 +381,25 @@ boost::system::result<run_options, usage_error> parse_run(std::span<const std::s
             const auto pair = args[++i];
             const auto eq = pair.find('=');
             if (eq == std::string_view::npos || !contracts::is_variable_name(pair.substr(0, eq))) {
-                return usage_error{"-e takes NAME=VALUE with NAME a variable name"};
+                return relay_error{relay_errc::usage, "-e takes NAME=VALUE with NAME a variable name"};
             }
             out.environment.emplace_back(pair.substr(0, eq), pair.substr(eq + 1));
         } else if (name == "--credential" && has_value) {
             const std::string credential(args[++i]);
             const auto value = env(credential.c_str());
             if (!contracts::is_variable_name(credential) || !value) {
-                return usage_error{"--credential " + credential + ": no such variable in this environment"};
+                return relay_error{relay_errc::usage,
+                                   "--credential " + credential + ": no such variable in this environment"};
             }
             out.credentials.emplace_back(credential, *value);
         } else if (name == "--instruction" && has_value) {
             out.instruction = args[++i];
         } else {
-            return usage_error{"unknown or incomplete option " + std::string(name)};
+            return relay_error{relay_errc::usage, "unknown or incomplete option " + std::string(name)};
         }
     }
     if (i + 1 >= args.size()) {
-        return usage_error{"run needs a command after --"};
+        return relay_error{relay_errc::usage, "run needs a command after --"};
     }
     out.argv.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
     egress_from(env, out.common);

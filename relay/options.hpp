@@ -8,6 +8,7 @@
 #include "contracts/limits.hpp"
 #include "contracts/orchestrator_messages.hpp"
 #include "policy/egress_gate.hpp"
+#include "relay/error.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -22,10 +23,14 @@ namespace maka_eval::relay {
 
 enum class log_format { text, json };
 
+// Where the subject runs (--env): here, in a Docker container, or in the trial runner's environment.
+enum class backend_kind { local, docker, bridge };
+
 struct common_options {
-    std::string env_spec = "local"; // local | docker:CONTAINER | bridge
-    std::string helper_path;        // empty: next to the relay binary, then the build tree, then PATH
-    std::string work_dir;           // local backend: where scope and artifacts go (empty: a new temp dir)
+    backend_kind backend = backend_kind::local;
+    std::string container;   // docker: the container (name or id) of --env docker:CONTAINER
+    std::string helper_path; // empty: next to the relay binary, then the build tree, then PATH
+    std::string work_dir;    // local backend: where scope and artifacts go (empty: a new temp dir)
     std::uint32_t term_grace_ms = 20000;
     std::uint32_t kill_grace_ms = 10000;
     std::int64_t teardown_timeout_ms = 110000;
@@ -34,7 +39,7 @@ struct common_options {
     bool egress_required = false;           // MAKA_EVAL_EGRESS_REQUIRED == "1"
     std::optional<std::string> egress_host; // MAKA_EVAL_EGRESS_ALLOWED_HOST
     std::string policy_sidecar{policy::default_policy_service};
-    std::string compose_project;          // docker: find the container by compose labels instead of by name
+    std::string compose_project;          // docker: find the container by compose labels instead
     std::string compose_service = "main"; // docker: with --compose-project
     std::string helper_in_container;      // docker, bridge: the helper is already there (no upload)
     int bridge_fd = -1;                   // bridge: the adapter's socket, inherited
@@ -65,29 +70,20 @@ struct run_options {
     std::string instruction = "manual run";
 };
 
-// A usage error with the message to print.
-struct usage_error {
-    // Explicit, so boost::system::result<std::string, usage_error> can tell a value from an error.
-    usage_error() = default;
-    explicit usage_error(std::string text) : message(std::move(text)) {}
-    std::string message;
-};
-[[noreturn]] void throw_exception_from_error(const usage_error& e, const boost::source_location& location);
-
 // `getenv` is passed in so tests control the environment.
 using env_lookup = std::optional<std::string> (*)(const char* name);
 [[nodiscard]] std::optional<std::string> process_env(const char* name);
 
-[[nodiscard]] boost::system::result<connect_options, usage_error>
+[[nodiscard]] boost::system::result<connect_options, relay_error>
 parse_connect(std::span<const std::string_view> args, env_lookup env = &process_env);
-[[nodiscard]] boost::system::result<run_options, usage_error>
+[[nodiscard]] boost::system::result<run_options, relay_error>
 parse_run(std::span<const std::string_view> args, env_lookup env = &process_env);
 
 // The original's rule: a positive integer, else "Maka Eval teardown timeout is invalid".
 [[nodiscard]] std::optional<std::int64_t> parse_teardown_timeout(std::string_view text);
 
 // Reads a secret file: a regular file owned by us and not accessible to group or others.
-[[nodiscard]] boost::system::result<std::string, usage_error> read_secret_file(const std::string& path);
+[[nodiscard]] boost::system::result<std::string, relay_error> read_secret_file(const std::string& path);
 
 [[nodiscard]] std::string_view usage_text();
 

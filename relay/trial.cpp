@@ -11,12 +11,12 @@
 #include "contracts/session_messages.hpp"
 #include "contracts/wire_json.hpp"
 #include "policy/egress_gate.hpp"
+#include "relay/event_queue.hpp"
 #include "relay/exit_codes.hpp"
 
 #include <algorithm>
 #include <csignal>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <optional>
 
@@ -24,7 +24,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/asio/experimental/channel.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -51,16 +50,12 @@ struct event {
         helper_message,
         helper_closed,
         signal,
-        deadline // internal to `next`: the timed wait `generation` is over
     };
     kind what = kind::orchestrator_closed;
     std::string text; // the orchestrator's line, or what was wrong
     contracts::session_message message;
     int signal = 0;
-    std::uint64_t generation = 0;
 };
-
-using event_channel = asio::experimental::channel<void(boost::system::error_code, event)>;
 
 constexpr auto connect_timeout = milliseconds(30'000);
 constexpr auto hello_timeout = milliseconds(120'000);
@@ -72,8 +67,8 @@ constexpr auto linger_after_cancel = milliseconds(1'000);
 class trial : public std::enable_shared_from_this<trial> {
   public:
     trial(const trial_config& config, backend& env, phase_log& log, const asio::any_io_executor& executor)
-        : config_(config), env_(env), log_(log), executor_(executor), events_(executor, 256),
-          deadline_timer_(executor), socket_(executor), signals_(executor, SIGTERM, SIGINT) {}
+        : config_(config), env_(env), log_(log), executor_(executor), events_(executor), socket_(executor),
+          signals_(executor, SIGTERM, SIGINT) {}
 
     asio::awaitable<trial_outcome> run();
 
@@ -81,18 +76,7 @@ class trial : public std::enable_shared_from_this<trial> {
     asio::awaitable<void> read_orchestrator();
     asio::awaitable<void> read_helper();
     asio::awaitable<void> watch_signals();
-    // Boost 1.81's channel refuses try_send after a waiting receive was cancelled (our timed `next`) until
-    // the next receive starts: such events, and any past the channel's capacity, wait in the backlog, which
-    // `next` drains first so that the order is kept. Nothing is dropped.
-    void post(event e) {
-        if (!events_.is_open()) {
-            return;
-        }
-        if (backlog_.empty() && events_.try_send(boost::system::error_code{}, e)) {
-            return;
-        }
-        backlog_.push_back(std::move(e));
-    }
+    void post(event e) { events_.post(std::move(e)); }
     // Starts a reader; a failure it throws is reported, never silently dropped.
     void spawn(asio::awaitable<void> reader) {
         asio::co_spawn(executor_, std::move(reader),
@@ -102,7 +86,9 @@ class trial : public std::enable_shared_from_this<trial> {
                            }
                        });
     }
-    asio::awaitable<std::optional<event>> next(std::optional<clock_type::time_point> deadline);
+    asio::awaitable<std::optional<event>> next(std::optional<clock_type::time_point> deadline) {
+        return events_.next(deadline);
+    }
     asio::awaitable<bool> send_orchestrator(std::string line);
     asio::awaitable<trial_outcome> prepare_and_run();
     asio::awaitable<trial_outcome> gate(const contracts::hello_message& hello);
@@ -144,10 +130,7 @@ class trial : public std::enable_shared_from_this<trial> {
     backend& env_;
     phase_log& log_;
     asio::any_io_executor executor_;
-    event_channel events_;
-    std::deque<event> backlog_;
-    asio::steady_timer deadline_timer_;
-    std::uint64_t deadline_generation_ = 0;
+    event_queue<event> events_;
     tcp::socket socket_;
     asio::signal_set signals_;
     std::unique_ptr<helper_session> session_;
@@ -224,43 +207,6 @@ asio::awaitable<void> trial::read_helper() {
     }
 }
 
-// A timed wait never cancels a receive (cancelling one can lose the event it was completing with): the
-// deadline arrives as an event of its own, and one from an earlier wait is ignored.
-asio::awaitable<std::optional<event>> trial::next(std::optional<clock_type::time_point> deadline) {
-    const std::uint64_t generation = ++deadline_generation_;
-    if (deadline) {
-        deadline_timer_.expires_at(*deadline);
-        deadline_timer_.async_wait([self = shared_from_this(), generation](boost::system::error_code ec) {
-            if (!ec) {
-                self->post({event::kind::deadline, {}, {}, 0, generation});
-            }
-        });
-    }
-    while (true) {
-        event e;
-        if (!backlog_.empty()) {
-            e = std::move(backlog_.front());
-            backlog_.pop_front();
-        } else {
-            auto [ec, received] = co_await events_.async_receive(as_tuple(use_awaitable));
-            if (ec) {
-                co_return std::nullopt;
-            }
-            e = std::move(received);
-        }
-        if (e.what == event::kind::deadline) {
-            if (deadline && e.generation == generation) {
-                co_return std::nullopt;
-            }
-            continue; // an earlier wait's
-        }
-        if (deadline) {
-            deadline_timer_.cancel(); // a pending wait would keep the relay alive until it expired
-        }
-        co_return e;
-    }
-}
-
 asio::awaitable<bool> trial::send_orchestrator(std::string line) {
     asio::steady_timer timer(executor_, write_timeout);
     auto done = co_await (asio::async_write(socket_, asio::buffer(line), as_tuple(use_awaitable)) ||
@@ -286,7 +232,6 @@ void trial::finish() {
     socket_.shutdown(tcp::socket::shutdown_both, ignored);
     socket_.close(ignored);
     signals_.cancel(ignored);
-    deadline_timer_.cancel();
     events_.close();
 }
 
@@ -383,7 +328,6 @@ asio::awaitable<trial_outcome> trial::prepare_and_run() {
         case event::kind::helper_closed:
             co_return outcome(exit_environment, "the helper session ended before execute");
         case event::kind::helper_message:
-        case event::kind::deadline:
             continue;
         case event::kind::orchestrator_line:
             break;
@@ -507,7 +451,8 @@ asio::awaitable<trial_outcome> trial::supervise(const contracts::execute_request
                 continue;
             }
             if (const auto* failed = std::get_if<contracts::error_message>(&e->message)) {
-                if (failed->code == "artifacts-unavailable" || failed->code == "spawn-failed") {
+                if (failed->code == contracts::helper_fault::artifacts_unavailable ||
+                    failed->code == contracts::helper_fault::spawn_failed) {
                     co_return outcome(exit_environment, failed->message);
                 }
                 log_.error("helper: " + failed->message);

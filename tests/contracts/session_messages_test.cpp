@@ -60,6 +60,37 @@ TEST_CASE("a report with a malformed diagnostic is refused") {
         "invalid session message field: diagnostic");
 }
 
+TEST_CASE("a report's diagnostic is held to the orchestrator's rules: lowercase hex, a safe byte count") {
+    const auto report_with = [](const std::string& diag) {
+        return R"({"kind":"exited","version":1,"exitCode":0,"signal":"","stdout":"","diagnostic":)" + diag +
+               R"(,"artifacts":{"stdout":{"path":"a","bytes":0,"sha256":""},"stderr":{"path":"b","bytes":0,"sha256":""}},"runMs":0})";
+    };
+    const std::string lower(64, 'a');
+    const std::string upper(64, 'A');
+    CHECK(failure_of(report_with(R"({"category":"unstructured-output","bytes":3,"sha256":")" + lower +
+                                 "\"}")) == "ok");
+    CHECK(failure_of(report_with(R"({"category":"unstructured-output","bytes":3,"sha256":")" + upper +
+                                 "\"}")) == "invalid session message field: diagnostic");
+    CHECK(failure_of(report_with(R"({"category":"unstructured-output","bytes":9007199254740992,"sha256":")" +
+                                 lower + "\"}")) == "invalid session message field: diagnostic");
+}
+
+TEST_CASE("an error's code is one the helper knows, by name in both directions") {
+    for (const auto fault :
+         {helper_fault::bad_request, helper_fault::idle, helper_fault::busy,
+          helper_fault::identity_unavailable, helper_fault::spawn_failed, helper_fault::artifacts_unavailable,
+          helper_fault::run_failed, helper_fault::internal_error}) {
+        const auto again = parse_session_message(serialize(error_message{fault, "why"})).value();
+        CHECK(std::get<error_message>(again).code == fault);
+        CHECK(helper_fault_from_string(to_string(fault)) == fault);
+    }
+    CHECK(serialize(error_message{helper_fault::spawn_failed, "m"}) ==
+          R"({"kind":"error","version":1,"code":"spawn-failed","message":"m"})"
+          "\n");
+    CHECK(failure_of(R"({"kind":"error","version":1,"code":"on-fire","message":"m"})") ==
+          "invalid session message field: code");
+}
+
 TEST_CASE("messages round-trip through JSON") {
     report_message report;
     report.settled = true;

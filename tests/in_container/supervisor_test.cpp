@@ -309,7 +309,8 @@ TEST_CASE("bad lines get a clear error and the session goes on") {
     CHECK(error_of("{\"kind\":\"run\",\"version\":7}\n").message ==
           "session protocol version mismatch: version");
     CHECK(error_of(std::string(5 << 20, 'x') + "\n").message == "session line exceeds the size limit");
-    CHECK(error_of(contracts::serialize(contracts::cancel_request{"x"})).code == "idle");
+    CHECK(error_of(contracts::serialize(contracts::cancel_request{"x"})).code ==
+          contracts::helper_fault::idle);
     s.start(dir.request({"true"}));
     started_of(s.next());
     CHECK(report_of(s.next(), false).exit_code == 0);
