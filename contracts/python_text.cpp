@@ -151,6 +151,30 @@ std::optional<std::int64_t> parse_int(std::string_view text) {
     return negative ? -value : value;
 }
 
+std::optional<std::string> b64decode_standard(std::string_view text) {
+    if (text.size() % 4 != 0) {
+        return std::nullopt;
+    }
+    const std::size_t padding = text.ends_with("==") ? 2 : text.ends_with('=') ? 1 : 0;
+    const auto is_alphabet = [](char c) {
+        return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
+               c == '/';
+    };
+    if (!std::all_of(text.begin(), text.end() - static_cast<std::ptrdiff_t>(padding), is_alphabet)) {
+        return std::nullopt;
+    }
+    std::string out(text.size() / 4 * 3, '\0');
+    const int size =
+        EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                        reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
+    if (size < 0) {
+        return std::nullopt;
+    }
+    // EVP_DecodeBlock counts the padding as zero bytes.
+    out.resize(static_cast<std::size_t>(size) - padding);
+    return out;
+}
+
 std::optional<std::string> b64decode_strict(std::string_view text) {
     // CPython 3.11 binascii.a2b_base64(strict_mode=True), after altchars "-_" were mapped onto "+/": no
     // padding first, none in the middle of data, nothing after a completed pad, whole quads only. Padding
@@ -204,12 +228,17 @@ std::optional<std::string> b64decode_strict(std::string_view text) {
     return out;
 }
 
-std::string b64encode_url_unpadded(std::string_view bytes) {
+std::string b64encode(std::string_view bytes) {
     std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
     const int size =
         EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
                         reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
     out.resize(static_cast<std::size_t>(size));
+    return out;
+}
+
+std::string b64encode_url_unpadded(std::string_view bytes) {
+    std::string out = b64encode(bytes);
     while (!out.empty() && out.back() == '=') {
         out.pop_back();
     }

@@ -2,6 +2,7 @@
 #include "contracts/session_messages.hpp"
 
 #include "contracts/name_table.hpp"
+#include "contracts/python_text.hpp"
 #include "contracts/result_frame.hpp"
 #include "contracts/wire_json.hpp"
 
@@ -211,7 +212,8 @@ struct to_json_visitor {
                 {"drainMs", m.drain_ms},
                 {"artifactLimitBytes", m.artifact_limit},
                 {"user", m.user},
-                {"keepLeftovers", m.keep_leftovers}};
+                {"keepLeftovers", m.keep_leftovers},
+                {"follow", m.follow}};
     }
     json::object operator()(const cancel_request& m) const {
         return {{"kind", "cancel"}, {"version", session_protocol_version}, {"reason", m.reason}};
@@ -248,6 +250,13 @@ struct to_json_visitor {
                 {"version", session_protocol_version},
                 {"code", to_string(m.code)},
                 {"message", m.message}};
+    }
+    json::object operator()(const output_message& m) const {
+        return {{"kind", "output"},
+                {"version", session_protocol_version},
+                {"stream", m.stream == output_stream_name::stdout_stream ? "stdout" : "stderr"},
+                {"data", python::b64encode(m.data)},
+                {"dropped", m.dropped}};
     }
     json::object operator()(const heartbeat_message&) const {
         return {{"kind", "heartbeat"}, {"version", session_protocol_version}};
@@ -304,6 +313,23 @@ json::object to_json(const session_message& message) {
 }
 
 std::string serialize(const session_message& message) {
+    // `output` goes out thousands of times a second when a subject is chatty: built directly, as the generic
+    // path would build it (base64 needs no escaping; the golden vector holds both to the same bytes).
+    if (const auto* output = std::get_if<output_message>(&message)) {
+        const auto data = python::b64encode(output->data);
+        std::string line;
+        line.reserve(data.size() + 96);
+        line.append(R"({"kind":"output","version":)")
+            .append(std::to_string(session_protocol_version))
+            .append(output->stream == output_stream_name::stdout_stream ? R"(,"stream":"stdout")"
+                                                                        : R"(,"stream":"stderr")")
+            .append(R"(,"data":")")
+            .append(data)
+            .append(R"(","dropped":)")
+            .append(std::to_string(output->dropped))
+            .append("}\n");
+        return line;
+    }
     return to_wire(to_json(message)) + "\n";
 }
 
@@ -347,6 +373,7 @@ boost::system::result<session_message, failure> from_json(const json::object& ob
         m.artifact_limit = r.count("artifactLimitBytes", false, default_artifact_limit_bytes);
         m.user = r.text("user", false);
         m.keep_leftovers = r.boolean("keepLeftovers", false);
+        m.follow = r.boolean("follow", false);
         if (r.ok() && m.argv.empty()) {
             r.fail("argv");
         }
@@ -401,6 +428,23 @@ boost::system::result<session_message, failure> from_json(const json::object& ob
         out = error_message{code.value_or(helper_fault::internal_error), r.text("message")};
     } else if (kind == "pinned") {
         out = pinned_message{r.text("ip"), r.text("host")};
+    } else if (kind == "output") {
+        output_message m;
+        const auto stream = r.text("stream");
+        if (stream == "stderr") {
+            m.stream = output_stream_name::stderr_stream;
+        } else if (stream != "stdout") {
+            r.fail("stream");
+        }
+        const auto data = r.text("data");
+        auto decoded = python::b64decode_standard(data);
+        if (!decoded || decoded->size() > output_chunk_bytes) {
+            r.fail("data");
+        } else {
+            m.data = std::move(*decoded);
+        }
+        m.dropped = r.count("dropped", false);
+        out = std::move(m);
     } else if (kind == "heartbeat") {
         out = heartbeat_message{};
     } else {

@@ -1,10 +1,10 @@
 // The relay ⇄ helper session: NDJSON over the helper's stdin/stdout (its stderr is a log).
 //
 // Every message carries `kind` and the protocol `version`. Helper → relay: hello, started, exited, settled,
-// error, heartbeat (and `pinned` from the pin-proxy subcommand). Relay → helper: run, cancel. The `run`
-// request is the only place secrets travel (environment, credentials, result token), which is why it is never
-// logged and never written to a file the helper keeps. Parsing names the first bad field, so either side can
-// answer a malformed message with a precise `error`.
+// error, heartbeat, output (only when `run` asked to follow) and `pinned` from the pin-proxy subcommand.
+// Relay → helper: run, cancel. The `run` request is the only place secrets travel (environment, credentials,
+// result token), which is why it is never logged and never written to a file the helper keeps. Parsing names
+// the first bad field, so either side can answer a malformed message with a precise `error`.
 #pragma once
 
 #include "contracts/diagnostic.hpp"
@@ -81,6 +81,9 @@ struct run_request {
     std::string user;
     // Leave processes of earlier trials' subjects running (default: stop them before this subject starts).
     bool keep_leftovers = false;
+    // Send the subject's output as `output` messages while it runs (run --follow). Best effort: what the
+    // session cannot take at once is dropped and counted, never waited for.
+    bool follow = false;
 };
 
 struct cancel_request {
@@ -144,13 +147,28 @@ struct error_message {
 // that is stopped (SIGSTOP from a root subject) or hung goes quiet, which the relay notices.
 struct heartbeat_message {};
 
+// A piece of the subject's output, sent as it is produced when `run` asked to follow. `data` is raw bytes
+// (base64 on the wire); `dropped` counts the bytes of this stream left out just before it because the
+// session could not take them without making the subject wait. The last `output` of a stream may carry
+// only a count.
+enum class output_stream_name { stdout_stream, stderr_stream };
+struct output_message {
+    output_stream_name stream = output_stream_name::stdout_stream;
+    std::string data;
+    std::uint64_t dropped = 0;
+};
+// The longest `data` in one `output` message: its line (base64 and the fields around it) stays within
+// PIPE_BUF (4096 bytes), so that writing it into a pipe is atomic and takes at most one page of the pipe.
+inline constexpr std::size_t output_chunk_bytes = 3000;
+
 struct pinned_message {
     std::string ip;
     std::string host;
 };
 
-using session_message = std::variant<hello_message, run_request, cancel_request, started_message,
-                                     report_message, error_message, pinned_message, heartbeat_message>;
+using session_message =
+    std::variant<hello_message, run_request, cancel_request, started_message, report_message, error_message,
+                 pinned_message, heartbeat_message, output_message>;
 
 [[nodiscard]] std::string serialize(const session_message& message); // one line with "\n"
 [[nodiscard]] boost::json::object to_json(const session_message& message);

@@ -5,6 +5,7 @@
 #include "contracts/proc_status.hpp"
 #include "contracts/result_frame.hpp"
 #include "contracts/secret.hpp"
+#include "in_container/follow_output.hpp"
 #include "in_container/identity.hpp"
 #include "in_container/io.hpp"
 #include "in_container/process_table.hpp"
@@ -175,6 +176,7 @@ class supervision {
     std::optional<policy::subject_identity> identity_;
     std::optional<std::string> state_directory_; // root-only, when we are root
     pid_t drainer_ = -1;
+    std::optional<follow_output> follow_; // session mode with `follow`: output to the relay as it comes
 };
 
 boost::system::result<void, supervision_error> supervision::prepare() {
@@ -296,8 +298,19 @@ boost::system::result<report_message, supervision_error> supervision::run() {
     if (spawned_.status == spawn_status::started && io_.emit) {
         const auto leader = read_status(spawned_.pid);
         io_.emit(contracts::started_message{spawned_.pid, spawned_.pid, leader ? leader->start_time : 0});
+        if (request_.follow) {
+            follow_.emplace(STDOUT_FILENO);
+        }
     }
     loop();
+    if (follow_) {
+        follow_->finish();
+        if (follow_->dropped_total() > 0) {
+            log_line("follow: " + std::to_string(follow_->dropped_total()) +
+                     " bytes of output were not sent (the relay could not take them at once); the artifacts "
+                     "have everything");
+        }
+    }
     return report();
 }
 
@@ -472,6 +485,11 @@ void supervision::on_stream(output_stream& stream, bool is_stdout) {
     }
     if (is_stdout) {
         carrier_.feed(chunk);
+    }
+    if (follow_) {
+        follow_->offer(is_stdout ? contracts::output_stream_name::stdout_stream
+                                 : contracts::output_stream_name::stderr_stream,
+                       chunk);
     }
 }
 

@@ -74,6 +74,9 @@ class backend {
     [[nodiscard]] virtual std::optional<unsigned> engine_calls() const { return std::nullopt; }
     // True for the local backend: the "environment" is this host, shared with everything else on it.
     [[nodiscard]] virtual bool is_host() const { return false; }
+    // Whether the helper's messages arrive while the subject runs (a live session), so that its output can
+    // be followed; false on the bridge, whose runner returns an exec's output only when it ends.
+    [[nodiscard]] virtual bool streams_live() const { return true; }
 
   protected:
     // `maka-eval-helper cancel` through run_helper_as_root: the settle of a scope whose supervisor is gone.

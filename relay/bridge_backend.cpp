@@ -420,6 +420,7 @@ class bridge_backend final : public backend {
         return "bridge (the trial runner's environment, fd " + std::to_string(options_.bridge_fd) + ")";
     }
     std::optional<unsigned> engine_calls() const override { return bridge_.calls(); }
+    bool streams_live() const override { return false; }
 
     // One exec on the common path (`probe`). In an environment the adapter has not run a trial in
     // (--bridge-fresh: one environment per trial is the normal case) the helper is uploaded first, so the

@@ -5,12 +5,15 @@
 #include "contracts/secret.hpp"
 #include "contracts/wire_json.hpp"
 #include "relay/exit_codes.hpp"
+#include "relay/follow_sink.hpp"
 #include "relay/loopback_orchestrator.hpp"
 #include "relay/random_hex.hpp"
 #include "relay/trial.hpp"
 
 #include <csignal>
 #include <iostream>
+#include <optional>
+#include <unistd.h>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -91,11 +94,13 @@ int connect_command(std::span<const std::string_view> args) {
         return exit_environment;
     }
     phase_log log(options->common.log, options->common.quiet);
-    const trial_config config{options->host, options->port, options->token, options->instruction,
-                              options->common};
+    // A copy: the backend keeps a reference to options->common. Both copies of the secrets are wiped.
+    trial_config config{*options, nullptr};
     const int code = drive(context, config, *env, log);
-    contracts::wipe(options->token);
-    contracts::wipe_values(options->common.task_environment);
+    for (auto* held : {&*options, static_cast<connect_options*>(&config)}) {
+        contracts::wipe(held->token);
+        contracts::wipe_values(held->common.task_environment);
+    }
     return code;
 }
 
@@ -125,10 +130,20 @@ int run_command(std::span<const std::string_view> args) {
         }
     });
     phase_log log(options->common.log, options->common.quiet);
-    const trial_config config{"127.0.0.1", orchestrator.port(), token, options->instruction, options->common};
+    std::optional<follow_sink> follow;
+    if (options->follow.value_or(!options->json && ::isatty(STDOUT_FILENO) == 1)) {
+        follow.emplace(context.get_executor(), log);
+    }
+    trial_config config{
+        connect_options{options->common, "127.0.0.1", orchestrator.port(), token, options->instruction},
+        follow ? &*follow : nullptr};
     const int code = drive(context, config, *env, log);
     contracts::wipe_values(options->common.task_environment);
+    contracts::wipe_values(config.common.task_environment);
     const std::string artifacts = env->artifacts_dir();
+    if (follow && !follow->stdout_at_line_start()) {
+        std::cout << "\n"; // the summary starts a line of its own after output that did not end one
+    }
     if (options->json) {
         boost::json::object out;
         out["ready"] = seen.ready ? boost::json::value(*seen.ready) : nullptr;

@@ -23,9 +23,12 @@ constexpr std::string_view usage = R"(usage:
       the production mode: connect to the orchestrator, run one trial, report it.
       relay token: environment MAKA_EVAL_RELAY_TOKEN, or --token-file FILE (0600); never on the command line
       --instruction TEXT | --instruction-file FILE   the task instruction sent in `ready`
-  maka-eval-relay run [OPTIONS] [-e NAME=VALUE]... [--credential NAME]... [--no-capture] [--json] -- CMD [ARG...]
+  maka-eval-relay run [OPTIONS] [-e NAME=VALUE]... [--credential NAME]... [--no-capture] [--json]
+                      [--follow|--no-follow] -- CMD [ARG...]
       manual debugging: one trial against an in-process loopback orchestrator (real TCP, same code path)
       --credential NAME takes the value from this process's environment
+      --follow shows the subject's stdout and stderr here as they are produced (default when stdout is a
+      terminal and --json is not given); what is recorded and reported is the same either way
   maka-eval-relay --version | --help
 
 options (both modes):
@@ -375,6 +378,8 @@ boost::system::result<run_options, relay_error> parse_run(std::span<const std::s
         const bool has_value = i + 1 < args.size();
         if (name == "--json") {
             out.json = true;
+        } else if (name == "--follow" || name == "--no-follow") {
+            out.follow = name == "--follow";
         } else if (name == "--no-capture") {
             out.capture_stdout = false;
         } else if ((name == "-e" || name == "--env-var") && has_value) {

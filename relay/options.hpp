@@ -63,6 +63,7 @@ struct connect_options {
 struct run_options {
     common_options common;
     bool json = false;
+    std::optional<bool> follow; // --follow / --no-follow; unset: when stdout is a terminal and not --json
     bool capture_stdout = true;
     contracts::variables environment;
     contracts::variables credentials;

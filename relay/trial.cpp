@@ -203,6 +203,12 @@ asio::awaitable<void> trial::read_helper() {
         if (std::holds_alternative<contracts::heartbeat_message>(*message)) {
             continue; // its whole meaning is in last_heard_
         }
+        if (const auto* output = std::get_if<contracts::output_message>(&*message)) {
+            if (config_.follow != nullptr) {
+                config_.follow->deliver(*output);
+            }
+            continue; // shown, never part of the trial's record
+        }
         post({event::kind::helper_message, {}, std::move(*message), 0});
     }
 }
@@ -218,6 +224,9 @@ asio::awaitable<trial_outcome> trial::run() {
     spawn(watch_signals());
     auto result = co_await prepare_and_run();
     finish();
+    if (config_.follow != nullptr) {
+        config_.follow->finish();
+    }
     const auto calls = env_.engine_calls();
     log_.phase("done", {{"peakRssKiB", std::to_string(contracts::peak_rss_kib())},
                         {"engineCalls", calls ? std::to_string(*calls) : std::string("-")}});
@@ -406,6 +415,14 @@ asio::awaitable<trial_outcome> trial::supervise(const contracts::execute_request
     run.credentials = request.credentials;
     run.result_token = request.result_token;
     run.capture_stdout = request.capture_stdout;
+    if (config_.follow != nullptr) {
+        run.follow = env_.streams_live();
+        if (!run.follow) {
+            log_.error("follow: not available on the " + env_.describe() +
+                       " backend (its runner returns output only when the exec ends); the output is in the "
+                       "artifacts afterwards");
+        }
+    }
     // The scope file's name derives from the relay token without revealing it to the subject.
     run.scope_path = env_.scope_path(contracts::sha256_hex(config_.token).substr(0, 24));
     scope_path_ = run.scope_path;

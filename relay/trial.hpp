@@ -8,6 +8,7 @@
 #pragma once
 
 #include "relay/backend.hpp"
+#include "relay/follow_sink.hpp"
 #include "relay/log.hpp"
 #include "relay/options.hpp"
 
@@ -19,12 +20,10 @@
 
 namespace maka_eval::relay {
 
-struct trial_config {
-    std::string host;
-    std::uint16_t port = 0;
-    std::string token;
-    std::string instruction;
-    common_options common;
+// What `connect` was given (or what `run` made up for its loopback orchestrator), and, for `run --follow`,
+// where the subject's output is shown as it comes.
+struct trial_config : connect_options {
+    follow_sink* follow = nullptr;
 };
 
 // What happened, for the exit code and for `run`'s transcript.

@@ -75,4 +75,18 @@ TEST_CASE("url-safe unpadded encoding") {
     CHECK(b64encode_url_unpadded("\xfb\xff") == "-_8");
 }
 
+TEST_CASE("standard base64 round-trips every length and byte, and anything else is refused") {
+    std::string bytes;
+    for (int n = 0; n < 70; ++n) {
+        CHECK(b64decode_standard(b64encode(bytes)) == bytes);
+        bytes.push_back(static_cast<char>((n * 37) & 0xFF));
+    }
+    CHECK(b64encode(std::string("\x00\xff", 2)) == "AP8=");
+    for (const char* bad :
+         {"A", "AP8", "AP=8", "A===", "AP8-", "AP8_", " AP8=", "AP8=\n", "====", "AP8=AP8="}) {
+        CAPTURE(bad);
+        CHECK_FALSE(b64decode_standard(bad));
+    }
+}
+
 } // namespace

@@ -1,5 +1,6 @@
 // Relay ⇄ helper session messages: defaults, version and kind checks, and failures that name the field.
 #include "contracts/session_messages.hpp"
+#include "contracts/wire_json.hpp"
 #include "support/result_printing.hpp"
 
 #include <doctest/doctest.h>
@@ -107,6 +108,24 @@ TEST_CASE("messages round-trip through JSON") {
     CHECK(r.diagnostic == report.diagnostic);
     CHECK(r.reason == "relay-gone");
     CHECK(r.signalled == 3);
+}
+
+TEST_CASE("an output line built directly is the line the generic serializer builds") {
+    std::string data;
+    for (int n = 0; n < 3000; n += 331) {
+        data.append(static_cast<std::size_t>(n % 7), static_cast<char>(n & 0xFF));
+        for (const auto stream : {output_stream_name::stdout_stream, output_stream_name::stderr_stream}) {
+            const output_message m{stream, data, static_cast<std::uint64_t>(n) * 1000003U};
+            CHECK(serialize(m) == to_wire(to_json(m)) + "\n");
+            const auto again = parse_session_message(serialize(m)).value();
+            CHECK(std::get<output_message>(again).data == data);
+            CHECK(std::get<output_message>(again).dropped == m.dropped);
+        }
+    }
+    // The protocol's bound: a full chunk still fits one atomic pipe write.
+    const output_message full{output_stream_name::stderr_stream, std::string(output_chunk_bytes, '\xff'),
+                              UINT64_MAX};
+    CHECK(serialize(full).size() <= 4096U);
 }
 
 } // namespace

@@ -7,6 +7,7 @@
 #include "contracts/wire_json.hpp"
 #include "relay/exit_codes.hpp"
 #include "relay/trial_fixture.hpp"
+#include "support/child_process.hpp"
 #include "support/process.hpp"
 
 #include <chrono>
@@ -169,6 +170,26 @@ TEST_CASE("engine calls: 3 in a fresh container (the helper comes in on the sess
     CHECK(engine_calls(o.relay_log) > 3);
     trial again(in_container({}, script), c.relay_args());
     CHECK(engine_calls(again.finish().relay_log) == 3);
+}
+
+TEST_CASE("run --follow in a container: the subject's output is shown while it runs") {
+    require_engine();
+    container c;
+    std::vector<std::string> argv{relay_binary, "run", "--follow"};
+    for (auto& arg : c.relay_args()) {
+        argv.push_back(std::move(arg));
+    }
+    argv.insert(argv.end(),
+                {"--", "sh", "-c",
+                 "echo one; while [ ! -e /tmp/go ]; do sleep 0.05; done; echo two >&2; echo three"});
+    child_process relay(argv, base_env());
+    // Seen before the subject may go on: live, not replayed at the end.
+    CHECK(relay.read_line(30000) == "one");
+    REQUIRE(c.exec("touch /tmp/go").exit_code == 0);
+    CHECK(relay.read_line(30000) == "three");
+    CHECK(relay.wait(30000) == 0);
+    CHECK(relay.stderr_text().find("\ntwo\n") != std::string::npos);
+    CHECK(relay.stderr_text().find("follow (") != std::string::npos);
 }
 
 TEST_CASE("an image without a shell (distroless) gets the helper through the engine's archive upload") {

@@ -1,0 +1,186 @@
+// `maka-eval-relay run --follow` on the local backend: the subject's output shown as it is produced, in
+// order and byte for byte, without a slow reader ever holding the subject back, with memory flat however
+// much it writes, and with everything recorded (executed, artifacts) exactly as without following.
+#include "contracts/digest.hpp"
+#include "contracts/wire_json.hpp"
+#include "in_container/fixture.hpp"
+#include "relay/trial_fixture.hpp"
+#include "support/child_process.hpp"
+#include "support/process.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+// AddressSanitizer keeps freed memory in quarantine (256 MiB by default) and adds shadow memory: peak RSS
+// says nothing about our own memory under it, so the bound is checked in the release build only.
+#if defined(__SANITIZE_ADDRESS__)
+#define MAKA_EVAL_MEASURES_MEMORY 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MAKA_EVAL_MEASURES_MEMORY 0
+#endif
+#endif
+#ifndef MAKA_EVAL_MEASURES_MEMORY
+#define MAKA_EVAL_MEASURES_MEMORY 1
+#endif
+
+namespace {
+
+using namespace maka_eval;
+using namespace maka_eval::test;
+namespace fs = std::filesystem;
+
+struct scratch {
+    fs::path path = fs::temp_directory_path() /
+                    ("follow-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    scratch() {
+        fs::remove_all(path);
+        fs::create_directories(path);
+    }
+    ~scratch() { fs::remove_all(path); }
+    scratch(const scratch&) = delete;
+    scratch& operator=(const scratch&) = delete;
+    [[nodiscard]] std::string at(const std::string& name) const { return (path / name).string(); }
+    static inline int counter = 0;
+};
+
+std::vector<std::string> run_argv(const scratch& dir, std::vector<std::string> options,
+                                  const std::string& script) {
+    std::vector<std::string> argv{relay_binary, "run",          "--helper", helper_binary,
+                                  "--work-dir", dir.at("work"), "-e",       "HELPER=" + helper_binary};
+    argv.insert(argv.end(), options.begin(), options.end());
+    argv.insert(argv.end(), {"--", "sh", "-c", script});
+    return argv;
+}
+
+std::uint64_t number_after(const std::string& log, const std::string& key) {
+    const auto at = log.find(key);
+    REQUIRE(at != std::string::npos);
+    return std::stoull(log.substr(at + key.size()));
+}
+
+TEST_CASE("--follow: output appears while the subject still runs, in order, stdout here and stderr there") {
+    scratch dir;
+    const std::string go = dir.at("go");
+    // The subject cannot finish before the test has seen its first line: following is live, not replayed.
+    child_process relay(run_argv(dir, {"--follow"},
+                                 "echo one; echo err-one >&2; while [ ! -e " + go +
+                                     " ]; do sleep 0.01; done; echo two; echo err-two >&2; echo three"),
+                        base_env());
+    const auto first = relay.read_line();
+    REQUIRE(first);
+    CHECK(*first == "one");
+    std::ofstream(go).put('\n');
+    CHECK(relay.read_line() == "two");
+    CHECK(relay.read_line() == "three");
+    CHECK(relay.read_line()->starts_with("ready "));
+    CHECK(relay.wait() == 0);
+    const auto& err = relay.stderr_text();
+    const auto one = err.find("err-one\n");
+    const auto two = err.find("err-two\n");
+    REQUIRE(one != std::string::npos);
+    REQUIRE(two != std::string::npos);
+    CHECK(one < two);
+}
+
+TEST_CASE("--follow: binary output byte for byte, and executed and the artifacts as without it") {
+    scratch dir;
+    std::string all_bytes;
+    for (int round = 0; round < 40; ++round) {
+        for (int b = 0; b < 256; ++b) {
+            all_bytes.push_back(static_cast<char>(b));
+        }
+    }
+    std::ofstream(dir.at("blob"), std::ios::binary) << all_bytes;
+    // Binary noise around the frame on stdout, more of it on stderr.
+    const std::string script = "cat " + dir.at("blob") + "; \"$HELPER\" frame '{\"answer\":42}'; cat " +
+                               dir.at("blob") + " " + dir.at("blob") + " >&2; printf 'tail\\000\\377'";
+    const auto artifact = [&dir](const char* name) {
+        return read_text(dir.at("work") + "/artifacts/maka-subject." + name + ".txt");
+    };
+    const auto plain = run_process(run_argv(dir, {"--json", "--no-follow"}, script), "", base_env());
+    REQUIRE(plain.exit_code == 0);
+    const auto plain_out = artifact("stdout");
+    const auto plain_err = artifact("stderr");
+    const auto followed = run_process(run_argv(dir, {"--json", "--follow"}, script), "", base_env());
+    REQUIRE(followed.exit_code == 0);
+    const auto followed_out = artifact("stdout");
+
+    // What was shown on stdout: the subject's stdout exactly, then the JSON summary line.
+    CHECK(followed.out.starts_with(followed_out + "\n{\"ready\""));
+    CHECK(followed.out.starts_with(all_bytes));
+    CHECK(followed_out.ends_with(std::string("tail\0\377", 6)));
+    CHECK(followed.err.find(all_bytes) != std::string::npos);
+    // What was recorded is the same. Each run makes up its own result token, which the frame line in the
+    // carrier contains: the diagnostic's size is the same, its digest differs by that token alone.
+    const auto executed_of_run = [](const std::string& out) {
+        auto executed = contracts::parse_object(out.substr(out.rfind("{\"ready\"")), 1 << 20)
+                            .value()
+                            .at("executed")
+                            .as_object();
+        executed.erase("token");
+        executed["diagnostic"].as_object().erase("sha256");
+        return executed;
+    };
+    CHECK(executed_of_run(followed.out) == executed_of_run(plain.out));
+    CHECK(followed_out.size() == plain_out.size());
+    CHECK(artifact("stderr") == plain_err);
+}
+
+TEST_CASE("--follow with a reader that does not read: the subject is never held back, drops are said") {
+    scratch dir;
+    const std::string done = dir.at("done");
+    constexpr int megabytes = 8;
+    // Nobody reads the relay's stdout until the subject has written everything and said so.
+    child_process relay(
+        run_argv(dir, {"--follow"}, "head -c " + std::to_string(megabytes << 20) + " /dev/zero; : > " + done),
+        base_env());
+    CHECK(eventually([&] { return fs::exists(done); }, 60000));
+    int lines = 0;
+    while (relay.read_line(30000)) {
+        ++lines;
+    }
+    CHECK(relay.wait() == 0);
+    CHECK(lines > 0);
+    CHECK(relay.stderr_text().find(
+              "follow: some of the subject's stdout is not shown (the reader cannot keep up)") !=
+          std::string::npos);
+    CHECK(number_after(relay.stderr_text(), " droppedBytes=") > 0);
+    CHECK(fs::file_size(dir.at("work") + "/artifacts/maka-subject.stdout.txt") ==
+          static_cast<std::uintmax_t>(megabytes) << 20);
+}
+
+TEST_CASE("--follow: memory stays flat whatever the subject writes") {
+    scratch dir;
+    constexpr long megabytes = 96;
+    // stdout is /dev/null: a reader that takes everything at once, so every byte goes through the relay.
+    auto argv = run_argv(dir, {"--follow"}, "head -c " + std::to_string(megabytes << 20) + " /dev/urandom");
+    std::string command = "exec";
+    for (const auto& arg : argv) {
+        command += " '" + arg + "'";
+    }
+    const auto r = run_process({"/bin/sh", "-c", command + " >/dev/null"}, "", base_env(), 120000);
+    REQUIRE(r.exit_code == 0);
+    // The helper may have left some out (the subject writes faster than the relay decodes): it says so,
+    // and a great deal went through the relay all the same.
+    CHECK(r.err.find("maka-eval-relay: follow (") != std::string::npos);
+    CHECK(number_after(r.err, " shownBytes=") > (16U << 20));
+    const auto relay_kib = number_after(r.err, " peakRssKiB=");
+    const auto helper_kib = number_after(r.err, "helperPeakRssKiB=");
+    CAPTURE(relay_kib);
+    CAPTURE(helper_kib);
+    if (MAKA_EVAL_MEASURES_MEMORY != 0) {
+        // A copy of the output would be 96 MiB; the relay stays near its idle size, the helper at its own.
+        CHECK(relay_kib < 48 * 1024);
+        CHECK(helper_kib < 16 * 1024);
+    }
+    CHECK(fs::file_size(dir.at("work") + "/artifacts/maka-subject.stdout.txt") ==
+          static_cast<std::uintmax_t>(megabytes) << 20);
+}
+
+} // namespace
