@@ -33,6 +33,8 @@ inline constexpr std::uint64_t default_artifact_limit_bytes = std::uint64_t{1} <
 inline constexpr std::string_view artifacts_directory = "/logs/artifacts";
 inline constexpr std::string_view stdout_artifact_name = "maka-subject.stdout.txt";
 inline constexpr std::string_view stderr_artifact_name = "maka-subject.stderr.txt";
+// What the subject consumed (subject_usage as JSON), written by the helper when the subject is done.
+inline constexpr std::string_view usage_artifact_name = "maka-subject.usage.json";
 inline constexpr std::string_view scope_directory = "/logs/agent";
 
 } // namespace maka_eval::contracts

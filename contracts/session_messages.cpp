@@ -144,6 +144,11 @@ class reader {
         return &value->get_object();
     }
 
+    // nullptr when absent; a present field must be an object.
+    const json::object* optional_child(std::string_view key) {
+        return object_.contains(key) ? child(key) : nullptr;
+    }
+
     void fail(std::string_view where) {
         if (where_.empty()) {
             where_ = where;
@@ -237,6 +242,9 @@ struct to_json_visitor {
              {{"stdout", artifact_json(m.stdout_artifact)}, {"stderr", artifact_json(m.stderr_artifact)}}},
             {"runMs", m.run_ms},
             {"peakRssKiB", m.peak_rss_kib}};
+        if (m.usage) {
+            out["usage"] = to_json(*m.usage);
+        }
         if (m.settled) {
             out["settleMs"] = m.settle_ms;
             out["signalled"] = m.signalled;
@@ -306,6 +314,14 @@ std::string failure::message() const {
 
 void throw_exception_from_error(const failure& e, const boost::source_location&) {
     throw std::runtime_error(e.message());
+}
+
+json::object to_json(const subject_usage& usage) {
+    return {{"userMs", usage.user_ms},
+            {"systemMs", usage.system_ms},
+            {"peakRssKiB", usage.peak_rss_kib},
+            {"processes", usage.processes},
+            {"wallMs", usage.wall_ms}};
 }
 
 json::object to_json(const session_message& message) {
@@ -413,6 +429,14 @@ boost::system::result<session_message, failure> from_json(const json::object& ob
         }
         m.run_ms = r.count("runMs");
         m.peak_rss_kib = r.count("peakRssKiB", false);
+        if (const auto* usage = r.optional_child("usage")) {
+            reader u(*usage);
+            m.usage = subject_usage{u.count("userMs"), u.count("systemMs"), u.count("peakRssKiB"),
+                                    u.count("processes"), u.count("wallMs")};
+            if (!u.ok()) {
+                r.fail("usage." + u.where());
+            }
+        }
         if (m.settled) {
             m.settle_ms = r.count("settleMs");
             m.signalled = r.count("signalled");

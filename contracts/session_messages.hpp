@@ -106,6 +106,21 @@ struct artifact_summary {
     friend bool operator==(const artifact_summary&, const artifact_summary&) = default;
 };
 
+// What the subject consumed, from what the supervisor reaped (as the subject's child subreaper it reaps
+// every process of the tree that ends before the report; what is left running for the verifier is not in
+// it). Benchmark owners ask what an agent used; the orchestrator's wire does not carry it.
+struct subject_usage {
+    std::uint64_t user_ms = 0;      // CPU time in user mode, the whole reaped tree
+    std::uint64_t system_ms = 0;    // CPU time in the kernel, the whole reaped tree
+    std::uint64_t peak_rss_kib = 0; // the largest peak resident set of any one process of the tree
+    // Process ids allocated in the supervisor's PID namespace while the subject ran: the processes it
+    // started, exactly in a container of its own; on a shared host an upper bound (others' count too).
+    std::uint64_t processes = 0;
+    std::uint64_t wall_ms = 0; // start → the leader's exit
+    friend bool operator==(const subject_usage&, const subject_usage&) = default;
+};
+[[nodiscard]] boost::json::object to_json(const subject_usage& usage);
+
 // `exited` (the subject ended on its own) or `settled` (the helper stopped it).
 struct report_message {
     bool settled = false;
@@ -115,12 +130,13 @@ struct report_message {
     contracts::diagnostic diagnostic;
     artifact_summary stdout_artifact;
     artifact_summary stderr_artifact;
-    std::uint64_t peak_rss_kib = 0; // the helper's own peak resident memory
-    std::uint64_t run_ms = 0;       // start → leader exit
-    std::uint64_t settle_ms = 0;    // cancel → no child left (settled only)
-    std::uint64_t signalled = 0;    // processes signalled while settling
-    std::string reason;             // settled: why
-    bool quiesced = true;           // settled: false when processes were still alive after the KILL grace
+    std::uint64_t peak_rss_kib = 0;     // the helper's own peak resident memory
+    std::optional<subject_usage> usage; // absent from helpers before it
+    std::uint64_t run_ms = 0;           // start → leader exit
+    std::uint64_t settle_ms = 0;        // cancel → no child left (settled only)
+    std::uint64_t signalled = 0;        // processes signalled while settling
+    std::string reason;                 // settled: why
+    bool quiesced = true;               // settled: false when processes were still alive after the KILL grace
 };
 
 // What an `error` message is about; the relay acts on the code (e.g. a failed start is reported as such, a

@@ -5,6 +5,7 @@
 #include "contracts/proc_status.hpp"
 #include "contracts/result_frame.hpp"
 #include "contracts/secret.hpp"
+#include "contracts/wire_json.hpp"
 #include "in_container/follow_output.hpp"
 #include "in_container/identity.hpp"
 #include "in_container/io.hpp"
@@ -13,7 +14,9 @@
 #include "in_container/signals.hpp"
 #include "in_container/spawn.hpp"
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -23,6 +26,7 @@
 #include <set>
 #include <stdexcept>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -120,6 +124,7 @@ class supervision {
             close_fd(s->fd);
             close_fd(s->artifact);
         }
+        close_fd(usage_fd_);
     }
     supervision(const supervision&) = delete;
     supervision& operator=(const supervision&) = delete;
@@ -177,7 +182,51 @@ class supervision {
     std::optional<std::string> state_directory_; // root-only, when we are root
     pid_t drainer_ = -1;
     std::optional<follow_output> follow_; // session mode with `follow`: output to the relay as it comes
+    int usage_fd_ = -1;                   // maka-subject.usage.json, written once the subject is done
+    rusage children_before_{};            // what the helper's own earlier children used (e.g. the probe)
+    std::optional<std::uint64_t> last_pid_before_;
+    [[nodiscard]] contracts::subject_usage usage() const;
 };
+
+// The last process id allocated in our PID namespace; nullopt where /proc does not say.
+std::optional<std::uint64_t> last_pid_allocated() {
+    const auto text = read_file("/proc/sys/kernel/ns_last_pid", 64);
+    std::uint64_t value = 0;
+    if (!text || std::from_chars(text->data(), text->data() + text->size(), value).ec != std::errc()) {
+        return std::nullopt;
+    }
+    return value;
+}
+
+std::uint64_t ms_of(const timeval& t) {
+    return static_cast<std::uint64_t>(t.tv_sec) * 1000U + static_cast<std::uint64_t>(t.tv_usec) / 1000U;
+}
+
+contracts::subject_usage supervision::usage() const {
+    contracts::subject_usage out;
+    rusage now{};
+    if (::getrusage(RUSAGE_CHILDREN, &now) == 0) {
+        out.user_ms = ms_of(now.ru_utime) - std::min(ms_of(now.ru_utime), ms_of(children_before_.ru_utime));
+        out.system_ms = ms_of(now.ru_stime) - std::min(ms_of(now.ru_stime), ms_of(children_before_.ru_stime));
+        out.peak_rss_kib = static_cast<std::uint64_t>(std::max(0L, now.ru_maxrss));
+    }
+    if (const auto last = last_pid_allocated(); last && last_pid_before_) {
+        // Allocation wraps at pid_max; our own fork of a drainer is not the subject's.
+        const auto pid_max = read_file("/proc/sys/kernel/pid_max", 64);
+        std::uint64_t wrap = 4194304;
+        if (pid_max) {
+            (void)std::from_chars(pid_max->data(), pid_max->data() + pid_max->size(), wrap);
+        }
+        std::uint64_t allocated =
+            *last >= *last_pid_before_ ? *last - *last_pid_before_ : *last + wrap - *last_pid_before_;
+        if (drainer_ > 0 && allocated > 0) {
+            --allocated;
+        }
+        out.processes = allocated;
+    }
+    out.wall_ms = ms_between(started_at_, leader_gone_ ? exited_at_ : clock_type::now());
+    return out;
+}
 
 boost::system::result<void, supervision_error> supervision::prepare() {
     if (!request_.user.empty()) {
@@ -206,7 +255,8 @@ boost::system::result<void, supervision_error> supervision::prepare() {
     const gid_t group = identity_ ? identity_->gid : ::getgid();
     if (directory < 0 ||
         (out_.artifact = open_artifact(directory, contracts::stdout_artifact_name, group)) < 0 ||
-        (err_.artifact = open_artifact(directory, contracts::stderr_artifact_name, group)) < 0) {
+        (err_.artifact = open_artifact(directory, contracts::stderr_artifact_name, group)) < 0 ||
+        (usage_fd_ = open_artifact(directory, contracts::usage_artifact_name, group)) < 0) {
         const int error = errno;
         if (directory >= 0) {
             ::close(directory);
@@ -276,6 +326,8 @@ boost::system::result<report_message, supervision_error> supervision::run() {
     plan.supervisor = ::getpid();
     plan.supervisor_start = self ? self->start_time : 0;
     plan.identity = identity_;
+    (void)::getrusage(RUSAGE_CHILDREN, &children_before_);
+    last_pid_before_ = last_pid_allocated();
     started_at_ = clock_type::now();
     spawned_ = spawn_subject(plan);
     // The subject has its own copy now (or never will): ours goes.
@@ -647,6 +699,15 @@ report_message supervision::report() {
     m.stderr_artifact = err_.summary();
     m.run_ms = ms_between(started_at_, leader_gone_ ? exited_at_ : clock_type::now());
     m.peak_rss_kib = contracts::peak_rss_kib();
+    if (spawned_.status == spawn_status::started) {
+        // After the leader was reaped: its time and its descendants' reaped time are ours to read now.
+        m.usage = usage();
+        if (!write_all(usage_fd_, contracts::to_wire(contracts::to_json(*m.usage)) + "\n")) {
+            log_line("cannot write " + std::string(contracts::usage_artifact_name) + ": " +
+                     std::strerror(errno));
+        }
+    }
+    close_fd(usage_fd_);
     if (settling_) {
         m.settle_ms = ms_between(settle_started_, settled_at_);
         m.signalled = signalled_.size();

@@ -52,15 +52,17 @@ int usage_failure(const std::string& message) {
 }
 
 // Runs the trial (and, for `run`, the loopback orchestrator beside it) to the end.
-int drive(boost::asio::io_context& context, const trial_config& config, backend& env, phase_log& log) {
-    int code = exit_internal;
+trial_outcome drive(boost::asio::io_context& context, const trial_config& config, backend& env,
+                    phase_log& log) {
+    trial_outcome result{exit_internal, {}, std::nullopt};
     boost::asio::co_spawn(context, run_trial(config, env, log),
                           [&](const std::exception_ptr& error, trial_outcome outcome) {
                               if (error) {
                                   log.error("internal error: " + exception_text(error));
                                   return;
                               }
-                              code = outcome.exit_code;
+                              result = outcome;
+                              const int code = outcome.exit_code;
                               if (code == exit_cancelled || code == exit_host_teardown) {
                                   log.phase("cancelled", {{"reason", outcome.message}});
                               } else if (!outcome.message.empty()) {
@@ -68,7 +70,7 @@ int drive(boost::asio::io_context& context, const trial_config& config, backend&
                               }
                           });
     context.run();
-    return code;
+    return result;
 }
 
 // The backend the options name, or nullptr after saying why it cannot be had.
@@ -96,7 +98,7 @@ int connect_command(std::span<const std::string_view> args) {
     phase_log log(options->common.log, options->common.quiet);
     // A copy: the backend keeps a reference to options->common. Both copies of the secrets are wiped.
     trial_config config{*options, nullptr};
-    const int code = drive(context, config, *env, log);
+    const int code = drive(context, config, *env, log).exit_code;
     for (auto* held : {&*options, static_cast<connect_options*>(&config)}) {
         contracts::wipe(held->token);
         contracts::wipe_values(held->common.task_environment);
@@ -137,7 +139,8 @@ int run_command(std::span<const std::string_view> args) {
     trial_config config{
         connect_options{options->common, "127.0.0.1", orchestrator.port(), token, options->instruction},
         follow ? &*follow : nullptr};
-    const int code = drive(context, config, *env, log);
+    const auto outcome = drive(context, config, *env, log);
+    const int code = outcome.exit_code;
     contracts::wipe_values(options->common.task_environment);
     contracts::wipe_values(config.common.task_environment);
     const std::string artifacts = env->artifacts_dir();
@@ -151,6 +154,7 @@ int run_command(std::span<const std::string_view> args) {
         out["exit"] = code;
         out["outcome"] = exit_name(code);
         out["artifacts"] = artifacts;
+        out["usage"] = outcome.usage ? boost::json::value(contracts::to_json(*outcome.usage)) : nullptr;
         if (!seen.failure.empty()) {
             out["orchestrator"] = seen.failure;
         }
@@ -168,6 +172,11 @@ int run_command(std::span<const std::string_view> args) {
                   << "diagnostic  " << contracts::to_wire(e.at("diagnostic")) << "\n";
     } else {
         std::cout << "executed    (none" << (seen.failure.empty() ? "" : ": " + seen.failure) << ")\n";
+    }
+    if (outcome.usage) {
+        const auto& u = *outcome.usage;
+        std::cout << "usage       cpu " << u.user_ms << " ms user + " << u.system_ms << " ms sys, peak RSS "
+                  << u.peak_rss_kib << " KiB, " << u.processes << " processes, " << u.wall_ms << " ms wall\n";
     }
     std::cout << "artifacts   " << artifacts << "\n"
               << "relay exit  " << code << " (" << exit_name(code) << ")\n";

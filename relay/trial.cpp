@@ -109,6 +109,18 @@ class trial : public std::enable_shared_from_this<trial> {
     asio::awaitable<trial_outcome> cancelled(const contracts::execute_request& request, int signal);
     asio::awaitable<trial_outcome> await_decision();
     void finish();
+    // The subject's consumption: its own phase line, and kept for `run` (the orchestrator never sees it).
+    void note_usage(const contracts::report_message& report) {
+        if (!report.usage) {
+            return;
+        }
+        usage_ = report.usage;
+        log_.phase("usage", {{"userMs", std::to_string(usage_->user_ms)},
+                             {"systemMs", std::to_string(usage_->system_ms)},
+                             {"peakRssKiB", std::to_string(usage_->peak_rss_kib)},
+                             {"processes", std::to_string(usage_->processes)},
+                             {"wallMs", std::to_string(usage_->wall_ms)}});
+    }
     void log_truncation(const contracts::report_message& report) {
         for (const auto* artifact : {&report.stdout_artifact, &report.stderr_artifact}) {
             if (artifact->truncated) {
@@ -119,7 +131,9 @@ class trial : public std::enable_shared_from_this<trial> {
         }
     }
 
-    static trial_outcome outcome(int code, std::string message = {}) { return {code, std::move(message)}; }
+    static trial_outcome outcome(int code, std::string message = {}) {
+        return {code, std::move(message), std::nullopt};
+    }
     trial_outcome cancelled_before_start(int signal) {
         return outcome(signal == SIGINT ? exit_host_teardown : exit_cancelled,
                        signal == SIGINT ? "host teardown before the subject started"
@@ -141,6 +155,7 @@ class trial : public std::enable_shared_from_this<trial> {
     clock_type::time_point last_heard_ = clock_type::now();
     bool host_teardown_ = false;
     bool executed_sent_ = false;
+    std::optional<contracts::subject_usage> usage_;
 };
 
 asio::awaitable<void> trial::watch_signals() {
@@ -223,6 +238,7 @@ asio::awaitable<bool> trial::send_orchestrator(std::string line) {
 asio::awaitable<trial_outcome> trial::run() {
     spawn(watch_signals());
     auto result = co_await prepare_and_run();
+    result.usage = usage_;
     finish();
     if (config_.follow != nullptr) {
         config_.follow->finish();
@@ -480,6 +496,7 @@ asio::awaitable<trial_outcome> trial::supervise(const contracts::execute_request
                            {{"exitCode", std::to_string(report->exit_code)},
                             {"diagnostic", std::string(contracts::to_string(report->diagnostic.kind))},
                             {"helperPeakRssKiB", std::to_string(report->peak_rss_kib)}});
+                note_usage(*report);
                 log_truncation(*report);
                 // Artifacts are already in place (the helper streamed them): `executed` follows at once.
                 const contracts::executed_message executed{config_.token, contracts::termination::exited,
@@ -586,6 +603,7 @@ asio::awaitable<std::optional<contracts::report_message>> trial::settle(const st
                         {"signalled", std::to_string(report->signalled)},
                         {"settleMs", std::to_string(report->settle_ms)},
                         {"helperPeakRssKiB", std::to_string(report->peak_rss_kib)}});
+            note_usage(*report);
             co_return *report;
         }
     }

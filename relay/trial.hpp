@@ -30,6 +30,8 @@ struct trial_config : connect_options {
 struct trial_outcome {
     int exit_code = 0;
     std::string message; // why, for a person; empty on success
+    // What the subject consumed, when the helper reported it (never sent to the orchestrator).
+    std::optional<contracts::subject_usage> usage;
 };
 
 // Runs the trial; never throws for expected failures (they become the outcome).

@@ -192,6 +192,25 @@ TEST_CASE("run --follow in a container: the subject's output is shown while it r
     CHECK(relay.stderr_text().find("follow (") != std::string::npos);
 }
 
+TEST_CASE(
+    "the subject's usage in a container: exactly the processes it started, in the report and the artifact") {
+    require_engine();
+    container c;
+    const auto r = run_process(
+        {relay_binary, "run", "--json", "--env", "docker:" + c.name, "--helper", container_helper(), "--",
+         "sh", "-c",
+         "for i in 1 2 3 4 5 6 7 8 9 10; do /bin/true; done; head -c 20000000 /dev/zero | md5sum"},
+        "", base_env(), 60000);
+    REQUIRE(r.exit_code == 0);
+    const auto usage = contracts::parse_object(r.out, 1 << 20).value().at("usage").as_object();
+    // sh, ten /bin/true, head and md5sum: the container's PID namespace is the subject's alone.
+    CHECK(usage.at("processes").to_number<std::uint64_t>() == 13);
+    CHECK(usage.at("wallMs").to_number<std::uint64_t>() > 0);
+    const auto file = c.exec("cat /logs/artifacts/maka-subject.usage.json");
+    REQUIRE(file.exit_code == 0);
+    CHECK(contracts::parse_object(file.out, 1 << 20).value() == usage);
+}
+
 TEST_CASE("an image without a shell (distroless) gets the helper through the engine's archive upload") {
     require_engine();
     // The helper image alone: no /bin/sh, no head; `session` on an open stdin keeps the container running.

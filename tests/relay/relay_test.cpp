@@ -393,4 +393,41 @@ TEST_CASE("run: the debugging command, one JSON object with the messages as sent
     CHECK(out.at("ready").as_object().at("kind").as_string() == "ready");
 }
 
+TEST_CASE(
+    "run reports what the subject consumed: CPU, peak memory, processes, wall, and the wire is unchanged") {
+    const auto dir = fs::temp_directory_path() / ("usage-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    // 64 MiB touched, at least 300 ms of CPU, ten more processes.
+    const std::string subject = "import subprocess, time\n"
+                                "b = bytearray(64 << 20)\n"
+                                "for i in range(0, len(b), 4096): b[i] = 1\n"
+                                "t = time.process_time()\n"
+                                "while time.process_time() - t < 0.3: pass\n"
+                                "for i in range(10): subprocess.run(['/bin/true'])\n";
+    const auto r = run_process({relay_binary, "run", "--json", "--helper", helper_binary, "--work-dir",
+                                dir.string(), "--", "python3", "-c", subject},
+                               "", base_env(), 60000);
+    REQUIRE(r.exit_code == 0);
+    const auto out = contracts::parse_object(r.out, 1 << 20).value();
+    const auto& usage = out.at("usage").as_object();
+    CHECK(usage.at("userMs").to_number<std::uint64_t>() + usage.at("systemMs").to_number<std::uint64_t>() >=
+          280);
+    CHECK(usage.at("peakRssKiB").to_number<std::uint64_t>() >= 64U * 1024);
+    CHECK(usage.at("processes").to_number<std::uint64_t>() >= 11); // python and ten more; others may add
+    CHECK(usage.at("wallMs").to_number<std::uint64_t>() >= 300);
+    // The same in the artifact, and in the phase log.
+    const auto file =
+        contracts::parse_object(read_text((dir / "artifacts" / "maka-subject.usage.json").string()), 1 << 20)
+            .value();
+    CHECK(file == usage);
+    CHECK(r.err.find("usage (") != std::string::npos);
+    // The orchestrator's wire carries nothing new.
+    const auto& executed = out.at("executed").as_object();
+    CHECK(executed.size() == 6);
+    for (const char* key : {"token", "kind", "termination", "exitCode", "stdout", "diagnostic"}) {
+        CHECK(executed.contains(key));
+    }
+    fs::remove_all(dir);
+}
+
 } // namespace
