@@ -16,15 +16,7 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
-image=maka-eval-clean:bookworm
-if ! docker image inspect "$image" >/dev/null 2>&1; then
-  ensure_packages debootstrap
-  rootfs=$(mktemp -d /var/tmp/maka-clean-XXXXXX)
-  trap 'rm -rf "$rootfs"' EXIT
-  say "debootstrap a minimal bookworm (once)"
-  debootstrap --variant=minbase bookworm "$rootfs" http://deb.debian.org/debian >/dev/null
-  tar -C "$rootfs" -c . | docker import - "$image" >/dev/null
-fi
+image=$(clean_image)
 
 tree=$(mktemp -d /var/tmp/maka-tree-XXXXXX)
 git -C "$MAKA_ROOT" archive "${MAKA_CLEAN_REF:-HEAD}" | tar -C "$tree" -x

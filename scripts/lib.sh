@@ -36,3 +36,21 @@ build_preset() {
   cmake --preset "$preset" -S "$MAKA_ROOT" >/dev/null
   cmake --build --preset "$preset" ${1:+--target "$@"}
 }
+
+# clean_image — a minimal Debian 12 image (debootstrap, no registry needed), made once and cached as
+# maka-eval-clean:bookworm; prints its name. Needs a running engine and the Debian mirror.
+clean_image() {
+  local image=maka-eval-clean:bookworm rootfs
+  if ! docker image inspect "$image" >/dev/null 2>&1; then
+    ensure_packages debootstrap
+    rootfs=$(mktemp -d /var/tmp/maka-clean-XXXXXX)
+    say "debootstrap a minimal bookworm (once)"
+    if ! debootstrap --variant=minbase bookworm "$rootfs" http://deb.debian.org/debian >/dev/null; then
+      rm -rf "$rootfs"
+      return 1
+    fi
+    tar -C "$rootfs" -c . | docker import - "$image" >/dev/null
+    rm -rf "$rootfs"
+  fi
+  echo "$image"
+}

@@ -62,13 +62,15 @@ def request_host_teardown() -> None:
 
 
 def locate_relay(explicit: str | None = None) -> str:
-    """The relay binary: the explicit option, else beside this adapter, else on PATH."""
+    """The relay binary: the explicit option, else the one the wheel bundles, else beside this adapter, else on
+    PATH."""
     if explicit:
         if os.path.isfile(explicit) and os.access(explicit, os.X_OK):
             return explicit
         raise RuntimeError(f"maka-eval-relay was not found at {explicit} (the relay_binary option)")
     here = Path(__file__).resolve().parent
-    for candidate in (here / RELAY_BINARY, here.parent / RELAY_BINARY):
+    # The wheel carries the relay and the static helper in bin/ (the relay finds the helper beside itself).
+    for candidate in (here / "bin" / RELAY_BINARY, here / RELAY_BINARY, here.parent / RELAY_BINARY):
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return str(candidate)
     found = shutil.which(RELAY_BINARY)

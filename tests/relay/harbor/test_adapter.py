@@ -30,7 +30,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
-sys.path[:0] = [str(HERE / "standins"), str(HERE), str(ROOT / "relay" / "harbor")]
+# MAKA_EVAL_TEST_INSTALLED=1 (scripts/package.sh --check): the adapter as a user installed it, with the
+# relay and helper its wheel carries, instead of the source tree's.
+INSTALLED = os.environ.get("MAKA_EVAL_TEST_INSTALLED") == "1"
+sys.path[:0] = [str(HERE / "standins"), str(HERE)] + ([] if INSTALLED else [str(ROOT / "relay" / "harbor")])
 
 import environments  # noqa: E402
 from environments import DockerEnvironment, PierDockerEnvironment, docker  # noqa: E402
@@ -39,6 +42,9 @@ from maka_eval_relay import harbor as harbor_agent  # noqa: E402
 from maka_eval_relay import pier as pier_agent  # noqa: E402
 
 RELAY = os.environ.get("MAKA_EVAL_TEST_RELAY", "")
+if INSTALLED:
+    RELAY = core.locate_relay()  # the wheel's bundled relay, found as an installed adapter finds it
+    assert "site-packages" in RELAY, RELAY
 ORCHESTRATOR = os.environ.get("MAKA_EVAL_TEST_ORCHESTRATOR", "")
 # The helper to upload (default: the relay's own): a sanitizer build's relay needs the static one.
 HELPER = os.environ.get("MAKA_EVAL_TEST_HELPER") or None
