@@ -37,7 +37,7 @@ std::string string_field(const boost::json::object& o, std::string_view key) {
 boost::system::result<exec_output, relay_error> exec_output_of(const boost::json::object& reply) {
     const auto* code = reply.if_contains("returnCode");
     if (code == nullptr || !code->is_int64()) {
-        return relay_error{relay_errc::environment, "the adapter's reply has no returnCode"};
+        return relay_error{relay_errc::bridge, "the adapter's reply has no returnCode"};
     }
     return exec_output{static_cast<int>(code->get_int64()), string_field(reply, "stdout"),
                        string_field(reply, "stderr")};
@@ -63,7 +63,7 @@ bridge_channel::~bridge_channel() {
 asio::awaitable<boost::system::result<boost::json::object, relay_error>>
 bridge_channel::call(boost::json::object request, std::chrono::milliseconds deadline) {
     if (broken_) {
-        co_return relay_error{relay_errc::environment, *broken_};
+        co_return relay_error{relay_errc::bridge, *broken_};
     }
     const std::int64_t id = next_id_++;
     ++calls_;
@@ -103,18 +103,18 @@ bridge_channel::call(boost::json::object request, std::chrono::milliseconds dead
     }
     if (first.index() == 1) {
         const std::string op = string_field(request, "op");
-        co_return relay_error{relay_errc::environment, "the trial runner's environment did not answer " + op +
-                                                           " within " +
-                                                           std::to_string(deadline.count() / 1000) + " s"};
+        co_return relay_error{relay_errc::bridge, "the trial runner's environment did not answer " + op +
+                                                      " within " + std::to_string(deadline.count() / 1000) +
+                                                      " s"};
     }
     auto [ec, reply] = std::get<0>(std::move(first));
     if (ec) {
-        co_return relay_error{relay_errc::environment, broken_.value_or("the bridge closed")};
+        co_return relay_error{relay_errc::bridge, broken_.value_or("the bridge closed")};
     }
     const auto* ok = reply.if_contains("ok");
     if (ok == nullptr || !ok->is_bool() || !ok->get_bool()) {
         const auto why = string_field(reply, "error");
-        co_return relay_error{relay_errc::environment, why.empty() ? "the adapter refused the request" : why};
+        co_return relay_error{relay_errc::bridge, why.empty() ? "the adapter refused the request" : why};
     }
     co_return reply;
 }

@@ -1,22 +1,25 @@
 // The relay's error kinds by name, and the exception a `.value()` on a failed result throws (see error.hpp).
 #include "relay/error.hpp"
 
+#include "contracts/name_table.hpp"
+
 #include <stdexcept>
 
 namespace maka_eval::relay {
 
+namespace {
+
+constexpr contracts::name_table<relay_errc, 4> names = {{
+    {relay_errc::usage, "usage"},
+    {relay_errc::environment, "environment"},
+    {relay_errc::engine, "engine"},
+    {relay_errc::bridge, "bridge"},
+}};
+
+} // namespace
+
 std::string_view to_string(relay_errc value) {
-    switch (value) {
-    case relay_errc::usage:
-        return "usage";
-    case relay_errc::environment:
-        return "environment";
-    case relay_errc::engine:
-        return "engine";
-    case relay_errc::bridge:
-        return "bridge";
-    }
-    return "environment";
+    return contracts::name_in(names, value, "environment");
 }
 
 void throw_exception_from_error(const relay_error& e, const boost::source_location&) {

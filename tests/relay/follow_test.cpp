@@ -35,24 +35,15 @@ using namespace maka_eval;
 using namespace maka_eval::test;
 namespace fs = std::filesystem;
 
-struct scratch {
-    fs::path path = fs::temp_directory_path() /
-                    ("follow-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    scratch() {
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~scratch() { fs::remove_all(path); }
-    scratch(const scratch&) = delete;
-    scratch& operator=(const scratch&) = delete;
-    [[nodiscard]] std::string at(const std::string& name) const { return (path / name).string(); }
-    static inline int counter = 0;
-};
+// A file or directory in the test's own scratch directory.
+std::string at(const scratch& dir, const std::string& name) {
+    return (dir.path() / name).string();
+}
 
 std::vector<std::string> run_argv(const scratch& dir, std::vector<std::string> options,
                                   const std::string& script) {
-    std::vector<std::string> argv{relay_binary, "run",          "--helper", helper_binary,
-                                  "--work-dir", dir.at("work"), "-e",       "HELPER=" + helper_binary};
+    std::vector<std::string> argv{relay_binary, "run",           "--helper", helper_binary,
+                                  "--work-dir", at(dir, "work"), "-e",       "HELPER=" + helper_binary};
     argv.insert(argv.end(), options.begin(), options.end());
     argv.insert(argv.end(), {"--", "sh", "-c", script});
     return argv;
@@ -66,7 +57,7 @@ std::uint64_t number_after(const std::string& log, const std::string& key) {
 
 TEST_CASE("--follow: output appears while the subject still runs, in order, stdout here and stderr there") {
     scratch dir;
-    const std::string go = dir.at("go");
+    const std::string go = at(dir, "go");
     // The subject cannot finish before the test has seen its first line: following is live, not replayed.
     child_process relay(run_argv(dir, {"--follow"},
                                  "echo one; echo err-one >&2; while [ ! -e " + go +
@@ -96,12 +87,12 @@ TEST_CASE("--follow: binary output byte for byte, and executed and the artifacts
             all_bytes.push_back(static_cast<char>(b));
         }
     }
-    std::ofstream(dir.at("blob"), std::ios::binary) << all_bytes;
+    std::ofstream(at(dir, "blob"), std::ios::binary) << all_bytes;
     // Binary noise around the frame on stdout, more of it on stderr.
-    const std::string script = "cat " + dir.at("blob") + "; \"$HELPER\" frame '{\"answer\":42}'; cat " +
-                               dir.at("blob") + " " + dir.at("blob") + " >&2; printf 'tail\\000\\377'";
+    const std::string script = "cat " + at(dir, "blob") + "; \"$HELPER\" frame '{\"answer\":42}'; cat " +
+                               at(dir, "blob") + " " + at(dir, "blob") + " >&2; printf 'tail\\000\\377'";
     const auto artifact = [&dir](const char* name) {
-        return read_text(dir.at("work") + "/artifacts/maka-subject." + name + ".txt");
+        return read_text(at(dir, "work") + "/artifacts/maka-subject." + name + ".txt");
     };
     const auto plain = run_process(run_argv(dir, {"--json", "--no-follow"}, script), "", base_env());
     REQUIRE(plain.exit_code == 0);
@@ -134,7 +125,7 @@ TEST_CASE("--follow: binary output byte for byte, and executed and the artifacts
 
 TEST_CASE("--follow with a reader that does not read: the subject is never held back, drops are said") {
     scratch dir;
-    const std::string done = dir.at("done");
+    const std::string done = at(dir, "done");
     constexpr int megabytes = 8;
     // Nobody reads the relay's stdout until the subject has written everything and said so.
     child_process relay(
@@ -151,7 +142,7 @@ TEST_CASE("--follow with a reader that does not read: the subject is never held 
               "follow: some of the subject's stdout is not shown (the reader cannot keep up)") !=
           std::string::npos);
     CHECK(number_after(relay.stderr_text(), " droppedBytes=") > 0);
-    CHECK(fs::file_size(dir.at("work") + "/artifacts/maka-subject.stdout.txt") ==
+    CHECK(fs::file_size(at(dir, "work") + "/artifacts/maka-subject.stdout.txt") ==
           static_cast<std::uintmax_t>(megabytes) << 20);
 }
 
@@ -179,7 +170,7 @@ TEST_CASE("--follow: memory stays flat whatever the subject writes") {
         CHECK(relay_kib < 48 * 1024);
         CHECK(helper_kib < 16 * 1024);
     }
-    CHECK(fs::file_size(dir.at("work") + "/artifacts/maka-subject.stdout.txt") ==
+    CHECK(fs::file_size(at(dir, "work") + "/artifacts/maka-subject.stdout.txt") ==
           static_cast<std::uintmax_t>(megabytes) << 20);
 }
 
