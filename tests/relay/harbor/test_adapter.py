@@ -207,13 +207,16 @@ class ScriptedBridge:
                                                    ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")},
                         "netns": "net:[4026531833]", "supervisorUid": 0})
 
-    def __init__(self, test: unittest.TestCase, orchestrator: "Orchestrator", token: str):
+    def __init__(self, test: unittest.TestCase, orchestrator: "Orchestrator | None", token: str,
+                 run: tuple[str, ...] = ()):
+        """``connect`` to `orchestrator`, or with `run` set, ``maka-eval-relay run RUN`` (its own orchestrator)."""
         ours, theirs = socket.socketpair()
         test.addCleanup(ours.close)
+        mode = (["run", *run[:-1]] if run else
+                ["connect", "--host", "127.0.0.1", "--port", str(orchestrator.port), "--teardown-timeout-ms", "1500"])
         self.relay = subprocess.Popen(
-            [RELAY, "connect", "--host", "127.0.0.1", "--port", str(orchestrator.port), "--teardown-timeout-ms",
-             "1500", "--env", "bridge", "--bridge-fd", str(theirs.fileno()), *(["--helper", HELPER] if HELPER
-                                                                                 else [])],
+            [RELAY, *mode, "--env", "bridge", "--bridge-fd", str(theirs.fileno()),
+             *(["--helper", HELPER] if HELPER else []), *(["--", "sh", "-c", run[-1]] if run else [])],
             pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE, text=True,
             env={"PATH": "/usr/bin:/bin", "MAKA_EVAL_RELAY_TOKEN": token,
@@ -283,6 +286,33 @@ class BridgeReplyOrderTest(unittest.TestCase):
         self.assertNotIn("AddressSanitizer", err)
         self.assertNotIn("runtime error", err)
         self.assertEqual(bridge.relay.returncode, 6, err)  # cancelled (SIGTERM)
+
+
+@unittest.skipUnless(RELAY, "MAKA_EVAL_TEST_RELAY names the relay")
+class BridgeFollowTest(unittest.TestCase):
+    def test_run_follow_on_the_bridge_says_it_is_not_available_and_the_trial_runs(self):
+        """The trial runner returns an exec's output only when it ends: following cannot be offered there."""
+        bridge = ScriptedBridge(self, None, "unused", run=("--follow", "true"))
+        golden = (ROOT / "tests" / "contracts" / "vectors" / "session-messages.jsonl").read_text().splitlines()
+        report = next(line for line in golden if line.startswith('{"kind":"exited"'))
+        while True:
+            req = bridge.request()
+            command = req.get("command") or ""
+            if req["op"] == "exec" and command.endswith("'probe'"):
+                bridge.exited(req["id"], stdout=ScriptedBridge.HELLO + "\n")
+            elif req["op"] == "upload":
+                bridge.reply(req["id"])
+            elif req["op"] == "exec" and "'run'" in command:
+                bridge.exited(req["id"], stdout=report + "\n")
+                break
+            elif req["op"] == "exec":
+                bridge.exited(req["id"])
+            else:
+                raise AssertionError(f"unexpected request {req}")
+        _, err = bridge.relay.communicate(timeout=60)
+        self.assertEqual(bridge.relay.returncode, 0, err)
+        self.assertIn("follow: not available on the bridge", err)
+        self.assertIn("(its runner returns output only when the exec ends)", err)
 
 
 class Trial:
@@ -627,7 +657,8 @@ class PierTest(Scenarios, unittest.TestCase):
 def suites() -> dict[str, unittest.TestSuite]:
     loader = unittest.TestLoader()
     return {"unit": unittest.TestSuite([loader.loadTestsFromTestCase(UnitTest),
-                                        loader.loadTestsFromTestCase(BridgeReplyOrderTest)]),
+                                        loader.loadTestsFromTestCase(BridgeReplyOrderTest),
+                                        loader.loadTestsFromTestCase(BridgeFollowTest)]),
             "e2e": unittest.TestSuite([loader.loadTestsFromTestCase(HarborTest),
                                        loader.loadTestsFromTestCase(PierTest)])}
 
