@@ -1,8 +1,6 @@
 // The local backend (see local_backend.hpp).
 // clang-format off
-// Boost.Process with std::filesystem needs these two first (1.81), before anything else pulls it in.
-#include <boost/optional.hpp>
-#include <boost/type_traits.hpp>
+#include "relay/boost_process_prelude.hpp" // first: see there
 // clang-format on
 
 #include "relay/local_backend.hpp"
