@@ -36,7 +36,7 @@ boost::system::result<std::string, relay_error> locate_helper(const std::string&
     for (const fs::path& candidate :
          {self.parent_path() / "maka-eval-helper",
           self.parent_path().parent_path() / "lib" / "maka-eval" / "maka-eval-helper", // installed
-          self.parent_path().parent_path() / "in_container" / "maka-eval-helper"}) {       // build tree
+          self.parent_path().parent_path() / "in_container" / "maka-eval-helper"}) {   // build tree
         if (!ec && ::access(candidate.c_str(), X_OK) == 0) {
             return helper_path(boost::system::in_place_value, candidate.string());
         }
