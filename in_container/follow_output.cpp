@@ -18,7 +18,6 @@ namespace {
 // heartbeat a few dozen), which are written to the blocking descriptor as always.
 constexpr int reserve_bytes = 64 * 1024;
 constexpr int wanted_pipe_bytes = 1024 * 1024;
-constexpr std::size_t pipe_atomic_bytes = 4096; // PIPE_BUF
 
 std::size_t index_of(contracts::output_stream_name stream) {
     return stream == contracts::output_stream_name::stdout_stream ? 0 : 1;
@@ -44,11 +43,10 @@ follow_output::~follow_output() {
     }
 }
 
-bool follow_output::has_room_for(std::size_t line_bytes) const {
+bool follow_output::has_room() const {
     if (nonblocking_fd_ >= 0) {
         int queued = 0;
-        return ::ioctl(fd_, FIONREAD, &queued) == 0 && queued + reserve_bytes < capacity_ &&
-               line_bytes <= pipe_atomic_bytes;
+        return ::ioctl(fd_, FIONREAD, &queued) == 0 && queued + reserve_bytes < capacity_;
     }
     pollfd out{fd_, POLLOUT, 0};
     return ::poll(&out, 1, 0) == 1 && (out.revents & POLLOUT) != 0;
@@ -65,17 +63,18 @@ bool follow_output::write_line(const std::string& line) {
     if (wrote < 0) {
         return false; // EAGAIN: the pages are full even though the bytes were not; nothing was written
     }
-    // Never partial for a line within PIPE_BUF; should it be, the line is completed so the stream stays
-    // whole.
+    // Never partial for a line within PIPE_BUF (contracts::output_chunk_bytes keeps every line within it);
+    // should it be, the line is completed so the stream stays whole.
     return static_cast<std::size_t>(wrote) == line.size() ||
            write_all(fd_, std::string_view(line).substr(static_cast<std::size_t>(wrote)));
 }
 
 void follow_output::send(contracts::output_stream_name stream, std::string_view data) {
     auto& dropped = dropped_[index_of(stream)];
-    const std::string line =
-        contracts::serialize(contracts::output_message{stream, std::string(data), dropped});
-    if (!has_room_for(line.size()) || !write_line(line)) {
+    // Asked before the line is built: when the reader lags, most chunks are dropped, and encoding them first
+    // would only take time from reading the subject's pipes.
+    if (!has_room() ||
+        !write_line(contracts::serialize(contracts::output_message{stream, std::string(data), dropped}))) {
         dropped += data.size();
         dropped_total_ += data.size();
         return;

@@ -35,7 +35,7 @@ class follow_output {
     [[nodiscard]] std::uint64_t dropped_total() const { return dropped_total_; }
 
   private:
-    [[nodiscard]] bool has_room_for(std::size_t line_bytes) const;
+    [[nodiscard]] bool has_room() const;
     bool write_line(const std::string& line);
     void send(contracts::output_stream_name stream, std::string_view data);
 

@@ -185,12 +185,12 @@ class supervision {
     int usage_fd_ = -1;                   // maka-subject.usage.json, written once the subject is done
     rusage children_before_{};            // what the helper's own earlier children used (e.g. the probe)
     std::optional<std::uint64_t> last_pid_before_;
-    [[nodiscard]] contracts::subject_usage usage() const;
+    [[nodiscard]] contracts::subject_usage usage(std::uint64_t wall_ms) const;
 };
 
-// The last process id allocated in our PID namespace; nullopt where /proc does not say.
-std::optional<std::uint64_t> last_pid_allocated() {
-    const auto text = read_file("/proc/sys/kernel/ns_last_pid", 64);
+// A number from a /proc/sys file; nullopt where /proc does not say.
+std::optional<std::uint64_t> proc_sys_number(const char* path) {
+    const auto text = read_file(path, 64);
     std::uint64_t value = 0;
     if (!text || std::from_chars(text->data(), text->data() + text->size(), value).ec != std::errc()) {
         return std::nullopt;
@@ -198,12 +198,18 @@ std::optional<std::uint64_t> last_pid_allocated() {
     return value;
 }
 
+// The last process id allocated in our PID namespace.
+std::optional<std::uint64_t> last_pid_allocated() {
+    return proc_sys_number("/proc/sys/kernel/ns_last_pid");
+}
+
 std::uint64_t ms_of(const timeval& t) {
     return static_cast<std::uint64_t>(t.tv_sec) * 1000U + static_cast<std::uint64_t>(t.tv_usec) / 1000U;
 }
 
-contracts::subject_usage supervision::usage() const {
+contracts::subject_usage supervision::usage(std::uint64_t wall_ms) const {
     contracts::subject_usage out;
+    out.wall_ms = wall_ms;
     rusage now{};
     if (::getrusage(RUSAGE_CHILDREN, &now) == 0) {
         out.user_ms = ms_of(now.ru_utime) - std::min(ms_of(now.ru_utime), ms_of(children_before_.ru_utime));
@@ -212,11 +218,7 @@ contracts::subject_usage supervision::usage() const {
     }
     if (const auto last = last_pid_allocated(); last && last_pid_before_) {
         // Allocation wraps at pid_max; our own fork of a drainer is not the subject's.
-        const auto pid_max = read_file("/proc/sys/kernel/pid_max", 64);
-        std::uint64_t wrap = 4194304;
-        if (pid_max) {
-            (void)std::from_chars(pid_max->data(), pid_max->data() + pid_max->size(), wrap);
-        }
+        const std::uint64_t wrap = proc_sys_number("/proc/sys/kernel/pid_max").value_or(4194304);
         std::uint64_t allocated =
             *last >= *last_pid_before_ ? *last - *last_pid_before_ : *last + wrap - *last_pid_before_;
         if (drainer_ > 0 && allocated > 0) {
@@ -224,7 +226,6 @@ contracts::subject_usage supervision::usage() const {
         }
         out.processes = allocated;
     }
-    out.wall_ms = ms_between(started_at_, leader_gone_ ? exited_at_ : clock_type::now());
     return out;
 }
 
@@ -701,7 +702,7 @@ report_message supervision::report() {
     m.peak_rss_kib = contracts::peak_rss_kib();
     if (spawned_.status == spawn_status::started) {
         // After the leader was reaped: its time and its descendants' reaped time are ours to read now.
-        m.usage = usage();
+        m.usage = usage(m.run_ms); // the same span: start → the leader's exit
         if (!write_all(usage_fd_, contracts::to_wire(contracts::to_json(*m.usage)) + "\n")) {
             log_line("cannot write " + std::string(contracts::usage_artifact_name) + ": " +
                      std::strerror(errno));

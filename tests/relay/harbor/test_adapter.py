@@ -239,6 +239,16 @@ class ScriptedBridge:
     def exited(self, request_id: int, **fields) -> None:
         self.reply(request_id, **{"returnCode": 0, "stdout": "", "stderr": "", **fields})
 
+    def answer_setup(self, req: dict) -> bool:
+        """Answers what comes before the run (the probe with HELLO, an upload); False for anything else."""
+        if req["op"] == "exec" and (req.get("command") or "").endswith("'probe'"):
+            self.exited(req["id"], stdout=self.HELLO + "\n")
+        elif req["op"] == "upload":
+            self.reply(req["id"])
+        else:
+            return False
+        return True
+
 
 @unittest.skipUnless(RELAY and ORCHESTRATOR, "MAKA_EVAL_TEST_RELAY and MAKA_EVAL_TEST_ORCHESTRATOR name the binaries")
 class BridgeReplyOrderTest(unittest.TestCase):
@@ -256,11 +266,9 @@ class BridgeReplyOrderTest(unittest.TestCase):
         while True:
             req = bridge.request()
             command = req.get("command") or ""
-            if req["op"] == "exec" and command.endswith("'probe'"):
-                bridge.exited(req["id"], stdout=ScriptedBridge.HELLO + "\n")
-            elif req["op"] == "upload":
-                bridge.reply(req["id"])
-            elif req["op"] == "exec" and "'run'" in command:
+            if bridge.answer_setup(req):
+                continue
+            if req["op"] == "exec" and "'run'" in command:
                 run_id = req["id"]  # left in flight, as a subject that runs on
                 bridge.relay.send_signal(signal.SIGTERM)  # the trial runner's timeout
             elif req["op"] == "exec" and "'cancel'" in command:
@@ -297,12 +305,9 @@ class BridgeFollowTest(unittest.TestCase):
         report = next(line for line in golden if line.startswith('{"kind":"exited"'))
         while True:
             req = bridge.request()
-            command = req.get("command") or ""
-            if req["op"] == "exec" and command.endswith("'probe'"):
-                bridge.exited(req["id"], stdout=ScriptedBridge.HELLO + "\n")
-            elif req["op"] == "upload":
-                bridge.reply(req["id"])
-            elif req["op"] == "exec" and "'run'" in command:
+            if bridge.answer_setup(req):
+                continue
+            if req["op"] == "exec" and "'run'" in (req.get("command") or ""):
                 bridge.exited(req["id"], stdout=report + "\n")
                 break
             elif req["op"] == "exec":
