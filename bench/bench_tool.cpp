@@ -6,6 +6,7 @@
 #include "contracts/result_frame.hpp"
 #include "contracts/wire_json.hpp"
 #include "relay/docker_api.hpp"
+#include "relay/options.hpp"
 
 #include <chrono>
 #include <cstdlib>
@@ -58,8 +59,15 @@ int main(int argc, char** argv) {
     const std::string command = argc > 1 ? argv[1] : "";
     if (command == "bare-exec" && argc == 4) {
         boost::asio::io_context context;
-        const char* host = std::getenv("DOCKER_HOST");
-        relay::docker_api api(context.get_executor(), host != nullptr ? host : "unix:///var/run/docker.sock");
+        // The engine as the relay finds it: DOCKER_HOST and, for TLS, DOCKER_TLS_VERIFY/DOCKER_CERT_PATH.
+        auto engine = relay::resolve_engine_endpoint(std::nullopt, &relay::process_env);
+        auto opened = engine ? relay::docker_api::open(context.get_executor(), *engine)
+                             : boost::system::result<relay::docker_api, relay::relay_error>(engine.error());
+        if (!opened) {
+            std::cerr << "bench_tool: " << opened.error().message << "\n";
+            return 1;
+        }
+        auto& api = *opened;
         boost::json::array out;
         boost::asio::co_spawn(context, bare_execs(api, argv[2], std::stoi(argv[3]), out),
                               [](std::exception_ptr e) {

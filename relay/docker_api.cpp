@@ -1,9 +1,10 @@
-// The Docker Engine API client (see docker_api.hpp): Beast HTTP/1.1 over a unix or TCP socket.
+// The Docker Engine API client (see docker_api.hpp): Beast HTTP/1.1 over a unix socket, TCP, or TLS.
 #include "relay/docker_api.hpp"
 
 #include "contracts/secret.hpp"
 #include "contracts/wire_json.hpp"
 #include "relay/engine_replies.hpp"
+#include "relay/engine_tls.hpp"
 
 #include <charconv>
 #include <unistd.h>
@@ -11,14 +12,21 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/connect.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/stream_traits.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <boost/json/parse.hpp>
+#include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
 
 namespace maka_eval::relay {
 namespace {
@@ -27,53 +35,102 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using asio::as_tuple;
 using asio::use_awaitable;
+using namespace asio::experimental::awaitable_operators;
 using local_socket = asio::local::stream_protocol::socket;
 using tcp_socket = asio::ip::tcp::socket;
+using tls_stream = beast::ssl_stream<tcp_socket>;
 
-// One connection to the engine, unix or TCP.
+// Reaching the engine and the TLS handshake: a remote engine that does not answer must not hold a trial.
+constexpr auto connect_timeout = std::chrono::seconds(15);
+
+// One connection to the engine: unix, TCP, or TLS over TCP.
 struct connection {
-    std::variant<local_socket, tcp_socket> socket;
+    std::variant<local_socket, tcp_socket, tls_stream> socket;
     beast::flat_buffer buffer;
+    tls_verify_note note; // what verification found wrong (TLS only)
 
     template <typename F>
     decltype(auto) visit(F&& f) {
         return std::visit(std::forward<F>(f), socket);
     }
+    SSL* ssl() {
+        auto* tls = std::get_if<tls_stream>(&socket);
+        return tls != nullptr ? tls->native_handle() : nullptr;
+    }
 };
 
+// `what` failed on connection `c`. Over TLS the reason may be the handshake's (with TLS 1.3 the engine
+// refuses a client certificate only once the client's side of the handshake is done, so the first read
+// fails): then the TLS failure is the whole story.
+std::string failure_text(connection& c, const engine_endpoint& engine, const std::string& what,
+                         const boost::system::error_code& ec) {
+    if (c.ssl() != nullptr &&
+        (ec.category() == asio::error::get_ssl_category() || ::SSL_get_verify_result(c.ssl()) != X509_V_OK)) {
+        return describe_tls_failure(ec, c.ssl(), c.note, engine);
+    }
+    return what + ": " + ec.message();
+}
+
+template <typename Operation>
+asio::awaitable<boost::system::error_code> within_connect_timeout(Operation operation) {
+    asio::steady_timer timer(co_await asio::this_coro::executor, connect_timeout);
+    auto done = co_await (operation() || timer.async_wait(as_tuple(use_awaitable)));
+    if (done.index() == 1) {
+        co_return asio::error::timed_out;
+    }
+    co_return std::get<0>(std::get<0>(done));
+}
+
 asio::awaitable<boost::system::result<std::unique_ptr<connection>, relay_error>>
-open_connection(std::string host) {
+open_connection(const engine_endpoint& engine, asio::ssl::context* tls) {
     auto executor = co_await asio::this_coro::executor;
-    if (host.starts_with("unix://")) {
-        const std::string path = host.substr(7);
-        local_socket socket(executor);
-        auto [ec] = co_await socket.async_connect(asio::local::stream_protocol::endpoint(path),
-                                                  as_tuple(use_awaitable));
+    auto unreachable = [&](const std::string& why) {
+        return relay_error{relay_errc::engine,
+                           "cannot reach the Docker engine at " + engine.url() + ": " + why};
+    };
+    if (engine.transport == engine_transport::unix_socket) {
+        auto c = std::make_unique<connection>(connection{local_socket(executor), {}, {}});
+        auto& socket = std::get<local_socket>(c->socket);
+        const asio::local::stream_protocol::endpoint path(engine.path);
+        const auto ec = co_await within_connect_timeout(
+            [&] { return socket.async_connect(path, as_tuple(use_awaitable)); });
         if (ec) {
-            co_return relay_error{relay_errc::engine,
-                                  "cannot reach the Docker engine at " + host + ": " + ec.message()};
+            co_return unreachable(ec.message());
         }
-        co_return std::make_unique<connection>(connection{std::move(socket), {}});
+        co_return c;
     }
-    if (host.starts_with("tcp://")) {
-        const std::string rest = host.substr(6);
-        const auto colon = rest.rfind(':');
-        asio::ip::tcp::resolver resolver(executor);
-        const std::string name = rest.substr(0, colon);
-        const std::string port = colon == std::string::npos ? "2375" : rest.substr(colon + 1);
-        auto [rec, endpoints] = co_await resolver.async_resolve(name, port, as_tuple(use_awaitable));
-        tcp_socket socket(executor);
-        if (!rec) {
-            auto [cec, ep] = co_await asio::async_connect(socket, endpoints, as_tuple(use_awaitable));
-            rec = cec;
-        }
-        if (rec) {
-            co_return relay_error{relay_errc::engine,
-                                  "cannot reach the Docker engine at " + host + ": " + rec.message()};
-        }
-        co_return std::make_unique<connection>(connection{std::move(socket), {}});
+    asio::ip::tcp::resolver resolver(executor);
+    // Not a structured binding: clang 14 cannot capture one in the lambda below.
+    auto resolved = co_await resolver.async_resolve(engine.host, engine.port, as_tuple(use_awaitable));
+    const auto& endpoints = std::get<1>(resolved);
+    if (std::get<0>(resolved)) {
+        co_return unreachable(std::get<0>(resolved).message());
     }
-    co_return relay_error{relay_errc::engine, "DOCKER_HOST " + host + " is neither unix:// nor tcp://"};
+    tcp_socket socket(executor);
+    const auto cec = co_await within_connect_timeout(
+        [&] { return asio::async_connect(socket, endpoints, as_tuple(use_awaitable)); });
+    if (cec) {
+        co_return unreachable(cec.message());
+    }
+    socket.set_option(asio::ip::tcp::no_delay(true));
+    if (engine.transport == engine_transport::tcp) {
+        co_return std::make_unique<connection>(connection{std::move(socket), {}, {}});
+    }
+    auto c = std::make_unique<connection>(connection{tls_stream(std::move(socket), *tls), {}, {}});
+    auto& stream = std::get<tls_stream>(c->socket);
+    if (!expect_engine_identity(stream.native_handle(), engine, c->note)) {
+        co_return unreachable("cannot set up TLS for host " + engine.host);
+    }
+    const auto hec = co_await within_connect_timeout(
+        [&] { return stream.async_handshake(asio::ssl::stream_base::client, as_tuple(use_awaitable)); });
+    if (hec) {
+        co_return relay_error{relay_errc::engine,
+                              hec == asio::error::timed_out
+                                  ? "the TLS handshake with the Docker engine at " + engine.url() +
+                                        " did not finish in 15 s"
+                                  : describe_tls_failure(hec, stream.native_handle(), c->note, engine)};
+    }
+    co_return c;
 }
 
 // The body is referenced, not copied: an upload body is a whole helper binary.
@@ -133,17 +190,20 @@ class hijacked_stream final : public exec_stream {
         co_return std::move(out_);
     }
 
+    // Over TLS too this shuts down only the socket's sending side, with no close_notify first: that would
+    // need an asynchronous write while a read may be pending. The engine (Go's crypto/tls) takes a clean
+    // end of the stream at a record boundary as EOF, which is what the exec's stdin then gets.
     void close_stdin() override {
         c_->visit([](auto& s) {
             boost::system::error_code ignored;
-            s.shutdown(asio::socket_base::shutdown_send, ignored);
+            beast::get_lowest_layer(s).shutdown(asio::socket_base::shutdown_send, ignored);
         });
     }
 
     void close() override {
         c_->visit([](auto& s) {
             boost::system::error_code ignored;
-            s.close(ignored);
+            beast::get_lowest_layer(s).close(ignored);
         });
     }
 
@@ -205,8 +265,23 @@ class hijacked_stream final : public exec_stream {
 
 } // namespace
 
-docker_api::docker_api(asio::any_io_executor executor, std::string host)
-    : executor_(std::move(executor)), host_(std::move(host)) {}
+docker_api::docker_api(asio::any_io_executor executor, engine_endpoint engine,
+                       std::shared_ptr<asio::ssl::context> tls)
+    : executor_(std::move(executor)), engine_(std::move(engine)), host_(engine_.url()), tls_(std::move(tls)) {
+}
+
+boost::system::result<docker_api, relay_error> docker_api::open(asio::any_io_executor executor,
+                                                                engine_endpoint engine) {
+    std::shared_ptr<asio::ssl::context> tls;
+    if (engine.transport == engine_transport::tls) {
+        auto loaded = load_engine_tls(engine.tls);
+        if (!loaded) {
+            return loaded.error();
+        }
+        tls = std::move(*loaded);
+    }
+    return docker_api(std::move(executor), std::move(engine), std::move(tls));
+}
 
 asio::awaitable<boost::system::result<std::string, relay_error>> docker_api::negotiate() {
     negotiated_ = true;
@@ -248,7 +323,7 @@ asio::awaitable<boost::system::result<docker_response, relay_error>>
 docker_api::send(const std::string& method, const std::string& target, const std::string& body,
                  const std::string& content_type) {
     ++calls_;
-    auto c = co_await open_connection(host_);
+    auto c = co_await open_connection(engine_, tls_.get());
     if (!c) {
         co_return c.error();
     }
@@ -257,7 +332,7 @@ docker_api::send(const std::string& method, const std::string& target, const std
         co_await (*c)->visit([&](auto& s) { return http::async_write(s, req, as_tuple(use_awaitable)); });
     if (wec) {
         co_return relay_error{relay_errc::engine,
-                              "the Docker engine closed the connection: " + wec.message()};
+                              failure_text(**c, engine_, "the Docker engine closed the connection", wec)};
     }
     http::response_parser<http::string_body> parser;
     parser.body_limit(64U << 20U);
@@ -267,10 +342,19 @@ docker_api::send(const std::string& method, const std::string& target, const std
     auto [rec, read] = co_await (*c)->visit(
         [&](auto& s) { return http::async_read(s, (*c)->buffer, parser, as_tuple(use_awaitable)); });
     if (rec) {
-        co_return relay_error{relay_errc::engine, "the Docker engine did not answer " + method + " " +
-                                                      target + ": " + rec.message()};
+        co_return relay_error{
+            relay_errc::engine,
+            failure_text(**c, engine_, "the Docker engine did not answer " + method + " " + target, rec)};
     }
     auto res = parser.release();
+    if (res.result_int() == 400 && engine_.transport == engine_transport::tcp &&
+        res.body().find("HTTP request to an HTTPS server") != std::string::npos) {
+        co_return relay_error{
+            relay_errc::engine,
+            "the Docker engine at " + engine_.url() +
+                " speaks TLS on that port: set DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH (the "
+                "directory of ca.pem, cert.pem and key.pem)"};
+    }
     co_return docker_response{static_cast<int>(res.result_int()), std::move(res.body())};
 }
 
@@ -356,7 +440,7 @@ docker_api::exec(std::string container, exec_spec spec, std::string& exec_id) {
     }
     exec_id = std::move(*id);
     ++calls_;
-    auto c = co_await open_connection(host_);
+    auto c = co_await open_connection(engine_, tls_.get());
     if (!c) {
         co_return c.error();
     }
@@ -375,10 +459,10 @@ docker_api::exec(std::string container, exec_spec spec, std::string& exec_id) {
         rec = ec2;
     }
     if (rec || (parser.get().result_int() != 101 && parser.get().result_int() != 200)) {
-        co_return relay_error{
-            relay_errc::engine,
-            "cannot start the exec in container " + container +
-                (rec ? ": " + rec.message() : ": HTTP " + std::to_string(parser.get().result_int()))};
+        const std::string what = "cannot start the exec in container " + container;
+        co_return relay_error{relay_errc::engine,
+                              rec ? failure_text(**c, engine_, what, rec)
+                                  : what + ": HTTP " + std::to_string(parser.get().result_int())};
     }
     // Bytes read past the header already belong to the stream.
     const auto data = (*c)->buffer.data();

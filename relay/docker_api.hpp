@@ -1,11 +1,13 @@
 // A small Docker Engine API client: the calls the docker backend needs, over the engine's socket.
 //
-// DOCKER_HOST `unix://PATH` (default /var/run/docker.sock) or `tcp://HOST:PORT`. Every request opens its own
-// connection (the engine is local; this keeps no state to go stale when the engine restarts). The API
-// version is negotiated once from /_ping. Exec streams are "hijacked" HTTP connections carrying the
-// multiplexed stdout/stderr framing; `exec_stream` decodes it and can half-close stdin.
+// The engine is where engine_endpoint says: a unix socket, plain TCP, or mutual TLS (engine_tls). Every
+// request opens its own connection (this keeps no state to go stale when the engine restarts). The API
+// version is negotiated once from /version when the engine refuses ours. Exec streams are "hijacked" HTTP
+// connections carrying the multiplexed stdout/stderr framing; `exec_stream` decodes it and can half-close
+// stdin.
 #pragma once
 
+#include "relay/engine_endpoint.hpp"
 #include "relay/engine_replies.hpp"
 #include "relay/error.hpp"
 
@@ -18,6 +20,10 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/system/result.hpp>
+
+namespace boost::asio::ssl {
+class context;
+}
 
 namespace maka_eval::relay {
 
@@ -51,7 +57,10 @@ class exec_stream {
 
 class docker_api {
   public:
-    docker_api(asio::any_io_executor executor, std::string host);
+    // Reads the TLS files when the engine is reached over TLS: a missing or bad file is a clear error here,
+    // before any trial work.
+    static boost::system::result<docker_api, relay_error> open(asio::any_io_executor executor,
+                                                               engine_endpoint engine);
 
     // The engine's API version, from /version; fails when no engine answers.
     asio::awaitable<boost::system::result<std::string, relay_error>> negotiate();
@@ -73,8 +82,12 @@ class docker_api {
     asio::awaitable<boost::system::result<docker_response, relay_error>>
     send(const std::string& method, const std::string& target, const std::string& body,
          const std::string& content_type);
+    docker_api(asio::any_io_executor executor, engine_endpoint engine,
+               std::shared_ptr<asio::ssl::context> tls);
     asio::any_io_executor executor_;
-    std::string host_;
+    engine_endpoint engine_;
+    std::string host_; // its url, for messages
+    std::shared_ptr<asio::ssl::context> tls_;
     // API 1.41 (Docker 20.10) is assumed and only negotiated down when an older engine refuses it: one
     // engine call fewer on every trial.
     std::string version_prefix_ = "/v1.41";

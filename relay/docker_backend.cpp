@@ -50,11 +50,14 @@ class docker_session final : public helper_session {
 
 class docker_backend final : public backend {
   public:
-    docker_backend(asio::any_io_executor executor, const common_options& options, std::string helper_on_host)
-        : api_(std::move(executor), docker_host()), options_(options),
-          helper_on_host_(std::move(helper_on_host)), container_(options.container) {}
+    docker_backend(docker_api api, const common_options& options, std::string helper_on_host)
+        : api_(std::move(api)), options_(options), helper_on_host_(std::move(helper_on_host)),
+          container_(options.container) {}
 
-    std::string describe() const override { return "docker (" + container_ + " via " + api_.host() + ")"; }
+    std::string describe() const override {
+        const bool tls = options_.engine.transport == engine_transport::tls;
+        return "docker (" + container_ + " via " + api_.host() + (tls ? ", mutual TLS" : "") + ")";
+    }
     std::optional<unsigned> engine_calls() const override { return api_.calls(); }
 
     // Three engine calls on every trial (inspect, exec create, exec start), the first in a container too:
@@ -231,11 +234,6 @@ class docker_backend final : public backend {
     std::string artifacts_dir() const override { return std::string(contracts::artifacts_directory); }
 
   private:
-    static std::string docker_host() {
-        auto host = process_env("DOCKER_HOST");
-        return host && !host->empty() ? *host : std::string("unix:///var/run/docker.sock");
-    }
-
     asio::awaitable<void> remove_container() {
         installs_.forget(container_id_);
         (void)co_await api_.request("POST", "/containers/" + container_ + "/kill");
@@ -382,7 +380,11 @@ make_docker_backend(const common_options& options, asio::any_io_executor executo
     if (!helper) {
         return helper.error();
     }
-    return std::unique_ptr<backend>(std::make_unique<docker_backend>(std::move(executor), options, *helper));
+    auto api = docker_api::open(std::move(executor), options.engine);
+    if (!api) {
+        return api.error();
+    }
+    return std::unique_ptr<backend>(std::make_unique<docker_backend>(std::move(*api), options, *helper));
 }
 
 } // namespace maka_eval::relay

@@ -46,7 +46,9 @@ options (both modes):
   --policy-sidecar NAME     egress: the service holding the network policy (harbor-docker-egress-control-sidecar)
   --compose-project P [--compose-service S]   docker: the container of compose service S (main) of project P
   --helper-in-container PATH                  docker, bridge: use a helper already there instead of uploading one
-                            docker: DOCKER_HOST unix:///var/run/docker.sock (default) or tcp://HOST:PORT
+  --docker-host URL         docker: the engine, unix://PATH or tcp://HOST:PORT (default DOCKER_HOST, else
+                            unix:///var/run/docker.sock); mutual TLS as the docker CLI: DOCKER_TLS_VERIFY=1 and
+                            DOCKER_CERT_PATH (ca.pem, cert.pem, key.pem; default ~/.docker)
   --user USER[:GROUP]       docker, local as root: run the subject as USER (as docker exec -u; default: the
                             container's configured user) under a root supervisor it cannot reach
   --artifact-limit BYTES    keep at most BYTES of each of the subject's stdout/stderr artifacts on disk
@@ -166,6 +168,12 @@ boost::system::result<bool, relay_error> common_option(std::span<const std::stri
         if (name == "--compose-project") {
             out.backend = backend_kind::docker;
         }
+    } else if (name == "--docker-host") {
+        const auto v = value();
+        if (!v || v->empty()) {
+            return missing();
+        }
+        out.docker_host = std::string(*v);
     } else if (name == "--bridge-fd") {
         const auto v = value();
         std::uint32_t fd = 0;
@@ -233,6 +241,11 @@ boost::system::result<void, relay_error> check_backend(const common_options& out
         return relay_error{relay_errc::usage,
                            "--env docker:CONTAINER and --compose-project both name the container: give one"};
     }
+    if (out.backend != backend_kind::docker && out.docker_host) {
+        return relay_error{relay_errc::usage,
+                           "--docker-host is for the docker backend (--env docker:CONTAINER "
+                           "or --compose-project)"};
+    }
     if (out.backend == backend_kind::bridge && !out.user.empty()) {
         return relay_error{
             relay_errc::usage,
@@ -242,9 +255,22 @@ boost::system::result<void, relay_error> check_backend(const common_options& out
     return {};
 }
 
-void egress_from(env_lookup env, common_options& out) {
+// What the environment adds once the command line is read: egress settings, and for the docker backend where
+// its engine is (the Docker CLI's variables; a bad one fails here, before any trial work).
+boost::system::result<void, relay_error> settle_common(env_lookup env, common_options& out) {
     out.egress_required = env("MAKA_EVAL_EGRESS_REQUIRED").value_or("") == "1";
     out.egress_host = env("MAKA_EVAL_EGRESS_ALLOWED_HOST");
+    if (auto checked = check_backend(out); !checked) {
+        return checked.error();
+    }
+    if (out.backend == backend_kind::docker) {
+        auto engine = resolve_engine_endpoint(out.docker_host, env);
+        if (!engine) {
+            return engine.error();
+        }
+        out.engine = std::move(*engine);
+    }
+    return {};
 }
 
 } // namespace
@@ -355,9 +381,8 @@ boost::system::result<connect_options, relay_error> parse_connect(std::span<cons
         text << in.rdbuf();
         out.instruction = text.str();
     }
-    egress_from(env, out.common);
-    if (auto checked = check_backend(out.common); !checked) {
-        return checked.error();
+    if (auto settled = settle_common(env, out.common); !settled) {
+        return settled.error();
     }
     return out;
 }
@@ -407,9 +432,8 @@ boost::system::result<run_options, relay_error> parse_run(std::span<const std::s
         return relay_error{relay_errc::usage, "run needs a command after --"};
     }
     out.argv.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
-    egress_from(env, out.common);
-    if (auto checked = check_backend(out.common); !checked) {
-        return checked.error();
+    if (auto settled = settle_common(env, out.common); !settled) {
+        return settled.error();
     }
     return out;
 }

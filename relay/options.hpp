@@ -8,6 +8,7 @@
 #include "contracts/limits.hpp"
 #include "contracts/orchestrator_messages.hpp"
 #include "policy/egress_gate.hpp"
+#include "relay/engine_endpoint.hpp"
 #include "relay/error.hpp"
 
 #include <cstdint>
@@ -39,13 +40,15 @@ struct common_options {
     bool egress_required = false;           // MAKA_EVAL_EGRESS_REQUIRED == "1"
     std::optional<std::string> egress_host; // MAKA_EVAL_EGRESS_ALLOWED_HOST
     std::string policy_sidecar{policy::default_policy_service};
-    std::string compose_project;          // docker: find the container by compose labels instead
-    std::string compose_service = "main"; // docker: with --compose-project
-    std::string helper_in_container;      // docker, bridge: the helper is already there (no upload)
-    int bridge_fd = -1;                   // bridge: the adapter's socket, inherited
-    bool bridge_switches_user = false;    // bridge: the runner's exec honours user= (root steps possible)
-    bool bridge_fresh = false;            // bridge: no trial ran in this environment yet (install first)
-    std::string user;                     // docker, local as root: the subject's user (docker exec -u)
+    std::string compose_project;            // docker: find the container by compose labels instead
+    std::string compose_service = "main";   // docker: with --compose-project
+    std::optional<std::string> docker_host; // docker: --docker-host, over DOCKER_HOST
+    engine_endpoint engine;                 // docker: where the engine is, from the above and the environment
+    std::string helper_in_container;        // docker, bridge: the helper is already there (no upload)
+    int bridge_fd = -1;                     // bridge: the adapter's socket, inherited
+    bool bridge_switches_user = false;      // bridge: the runner's exec honours user= (root steps possible)
+    bool bridge_fresh = false;              // bridge: no trial ran in this environment yet (install first)
+    std::string user;                       // docker, local as root: the subject's user (docker exec -u)
     std::uint64_t artifact_limit = contracts::default_artifact_limit_bytes; // per artifact, on disk
     bool keep_leftovers = false; // do not stop what earlier trials' subjects left running
     // The task's own environment (Harbor's _persistent_env), from --task-env-fd: under `execute`'s.
@@ -71,8 +74,6 @@ struct run_options {
     std::string instruction = "manual run";
 };
 
-// `getenv` is passed in so tests control the environment.
-using env_lookup = std::optional<std::string> (*)(const char* name);
 [[nodiscard]] std::optional<std::string> process_env(const char* name);
 
 [[nodiscard]] boost::system::result<connect_options, relay_error>

@@ -26,8 +26,9 @@ ensure_packages() {
 # What a build needs. Boost 1.81 comes as versioned packages: never the default 1.74 dev packages
 # (libboost-dev, libboost-all-dev), which conflict with them.
 BUILD_PACKAGES=(g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev libssl-dev doctest-dev python3 file)
-# What the full test command needs on top: clang for the sanitizer and fuzz builds, the linters.
-TEST_PACKAGES=(clang-14 libclang-rt-14-dev clang-format-14 clang-tidy-14 docker.io busybox-static)
+# What the full test command needs on top: clang for the sanitizer and fuzz builds, the linters, the engine,
+# and the openssl and ip commands (the TLS engine's certificates and bridge).
+TEST_PACKAGES=(clang-14 libclang-rt-14-dev clang-format-14 clang-tidy-14 docker.io busybox-static openssl iproute2)
 
 # build_preset NAME [TARGET...]
 build_preset() {

@@ -5,6 +5,7 @@
 #include "contracts/digest.hpp"
 #include "contracts/result_frame.hpp"
 #include "contracts/wire_json.hpp"
+#include "e2e/engine_fixture.hpp"
 #include "relay/exit_codes.hpp"
 #include "relay/trial_fixture.hpp"
 #include "support/child_process.hpp"
@@ -24,36 +25,6 @@ using namespace maka_eval;
 using namespace maka_eval::test;
 using namespace std::chrono_literals;
 
-const std::string in_container_helper = "/.maka-eval/maka-eval-helper";
-
-// The helper that goes into containers: this build's, unless MAKA_EVAL_TEST_HELPER names another (a
-// sanitizer build's relay is tested with the release build's static helper: its own cannot be static).
-std::string container_helper() {
-    const char* other = std::getenv("MAKA_EVAL_TEST_HELPER");
-    return other != nullptr && *other != '\0' ? std::string(other) : helper_binary;
-}
-
-void require_engine() {
-    const char* enabled = std::getenv("MAKA_EVAL_E2E");
-    if (enabled == nullptr || std::string_view(enabled) != "1") {
-        std::exit(77); // skipped: no engine prepared for this run
-    }
-}
-
-std::string docker_cli() {
-    for (const char* path : {"/usr/bin/docker", "/usr/local/bin/docker"}) {
-        if (::access(path, X_OK) == 0) {
-            return path;
-        }
-    }
-    return "docker";
-}
-
-process_result docker(std::vector<std::string> args, int timeout_ms = 30000) {
-    args.insert(args.begin(), docker_cli());
-    return run_process(args, "", std::nullopt, timeout_ms);
-}
-
 std::string base64(std::string_view bytes) {
     std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
     const int n =
@@ -61,70 +32,6 @@ std::string base64(std::string_view bytes) {
                         reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
     out.resize(static_cast<std::size_t>(n));
     return out;
-}
-
-// A task container from the BusyBox-only image, removed at the end.
-class container {
-  public:
-    explicit container(std::vector<std::string> run_args = {},
-                       const std::string& image = "maka-eval-test-busybox:test",
-                       const std::vector<std::string>& command = {}) {
-        static int counter = 0;
-        name = "maka-e2e-" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
-        std::vector<std::string> args{"run", "-d", "--name", name};
-        args.insert(args.end(), run_args.begin(), run_args.end());
-        args.push_back(image);
-        args.insert(args.end(), command.begin(), command.end());
-        const auto r = docker(args);
-        INFO(r.err);
-        REQUIRE(r.exit_code == 0);
-    }
-    ~container() { (void)docker({"rm", "-f", name}); }
-    container(const container&) = delete;
-    container& operator=(const container&) = delete;
-
-    process_result exec(const std::string& script, const std::string& user = "0") const {
-        return docker({"exec", "-u", user, name, "sh", "-c", script});
-    }
-    [[nodiscard]] std::vector<std::string> relay_args(std::vector<std::string> more = {}) const {
-        more.insert(more.begin(), {"--env", "docker:" + name, "--helper", container_helper()});
-        return more;
-    }
-    [[nodiscard]] std::function<std::string()> scope() const {
-        return [this] { return exec("cat /logs/agent/.maka-eval-*.pid 2>/dev/null").out; };
-    }
-    [[nodiscard]] bool running() const {
-        return docker({"inspect", "-f", "{{.State.Running}}", name}).out.starts_with("true");
-    }
-    // Whether a process with exactly this command line runs. `ps` must answer: a probe that cannot run
-    // must fail the test, never pass it.
-    // `prefix`: a command line starting with `command_line` counts too.
-    [[nodiscard]] bool has_process(const std::string& command_line, bool prefix = false) const {
-        // A zombie is dead (its args show as "[name]" in BusyBox ps, so it never matches a command line).
-        const auto r = exec("ps -o stat,args | grep -v '^ *Z' | sed 's/^ *[^ ]* *//'");
-        REQUIRE(r.exit_code == 0);
-        std::string_view rest = r.out;
-        while (!rest.empty()) {
-            const auto end = rest.find('\n');
-            std::string_view line = rest.substr(0, end);
-            rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1);
-            while (!line.empty() && line.back() == ' ') {
-                line.remove_suffix(1);
-            }
-            if (line == command_line || (prefix && line.starts_with(command_line))) {
-                return true;
-            }
-        }
-        return false;
-    }
-    [[nodiscard]] bool no_process_soon(const std::string& marker, bool prefix = false) const {
-        return eventually([&] { return !has_process(marker, prefix); }, 5000);
-    }
-    std::string name;
-};
-
-std::vector<std::string> in_container(std::vector<std::string> scenario, const std::string& script) {
-    return subject(std::move(scenario), script, in_container_helper);
 }
 
 TEST_CASE(

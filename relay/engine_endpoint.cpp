@@ -1,0 +1,183 @@
+// The Docker engine's address and TLS files from the environment (see engine_endpoint.hpp).
+#include "relay/engine_endpoint.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+namespace maka_eval::relay {
+namespace {
+
+constexpr std::string_view default_socket = "unix:///var/run/docker.sock";
+constexpr std::string_view default_tls_host = "tcp://localhost:2376";
+constexpr std::string_view tls_port = "2376";
+
+bool non_empty(env_lookup env, const char* name) {
+    const auto value = env(name);
+    return value && !value->empty();
+}
+
+std::string trimmed(std::string_view text) {
+    const auto first = text.find_first_not_of(" \t\r\n");
+    if (first == std::string_view::npos) {
+        return {};
+    }
+    const auto last = text.find_last_not_of(" \t\r\n");
+    return std::string(text.substr(first, last - first + 1));
+}
+
+relay_error bad_host(const std::string& host, const std::string& why) {
+    return relay_error{relay_errc::usage, "DOCKER_HOST " + host + ": " + why};
+}
+
+// HOST[:PORT][/] after tcp://, as the CLI reads it: an empty host is localhost, an absent port 2375.
+boost::system::result<void, relay_error> parse_tcp(const std::string& whole, std::string_view rest,
+                                                   engine_endpoint& out) {
+    if (rest.ends_with('/')) {
+        rest.remove_suffix(1);
+    }
+    if (rest.find('/') != std::string_view::npos) {
+        return bad_host(whole, "a path after the address is not supported");
+    }
+    std::string_view port;
+    if (rest.starts_with('[')) {
+        const auto close = rest.find(']');
+        if (close == std::string_view::npos) {
+            return bad_host(whole, "an IPv6 address needs its closing ]");
+        }
+        out.host = std::string(rest.substr(1, close - 1));
+        const auto after = rest.substr(close + 1);
+        if (!after.empty() && !after.starts_with(':')) {
+            return bad_host(whole, "expected :PORT after the IPv6 address");
+        }
+        port = after.empty() ? after : after.substr(1);
+    } else {
+        if (std::count(rest.begin(), rest.end(), ':') > 1) {
+            return bad_host(whole, "write an IPv6 address in brackets: tcp://[ADDRESS]:PORT");
+        }
+        const auto colon = rest.rfind(':');
+        out.host = std::string(rest.substr(0, colon));
+        port = colon == std::string_view::npos ? std::string_view{} : rest.substr(colon + 1);
+    }
+    if (out.host.empty()) {
+        out.host = "localhost";
+    }
+    unsigned number = 0;
+    const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), number);
+    if (!port.empty() &&
+        (ec != std::errc() || end != port.data() + port.size() || number == 0 || number > 65535)) {
+        return bad_host(whole, "the port must be a number from 1 to 65535");
+    }
+    out.port = port.empty() ? std::string("2375") : std::to_string(number);
+    return {};
+}
+
+std::string home_directory(env_lookup env) {
+    if (auto home = env("HOME"); home && !home->empty()) {
+        return *home;
+    }
+    std::vector<char> buffer(16384);
+    passwd entry{};
+    passwd* found = nullptr;
+    if (::getpwuid_r(::getuid(), &entry, buffer.data(), buffer.size(), &found) == 0 && found != nullptr &&
+        found->pw_dir != nullptr) {
+        return found->pw_dir;
+    }
+    return "/";
+}
+
+bool exists(const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0;
+}
+
+} // namespace
+
+std::string engine_endpoint::url() const {
+    if (transport == engine_transport::unix_socket) {
+        return "unix://" + path;
+    }
+    const bool v6 = host.find(':') != std::string::npos;
+    return "tcp://" + (v6 ? "[" + host + "]" : host) + ":" + port;
+}
+
+boost::system::result<engine_endpoint, relay_error>
+resolve_engine_endpoint(const std::optional<std::string>& docker_host, env_lookup env) {
+    const bool verify = non_empty(env, "DOCKER_TLS_VERIFY");
+    if (non_empty(env, "DOCKER_TLS") && !verify) {
+        return relay_error{
+            relay_errc::usage,
+            "DOCKER_TLS without DOCKER_TLS_VERIFY asks for TLS without checking who the engine "
+            "is; the relay sends the subject's credentials over this connection, so it always "
+            "verifies: set DOCKER_TLS_VERIFY=1 (and DOCKER_CERT_PATH to the directory of "
+            "ca.pem, cert.pem and key.pem)"};
+    }
+    std::string host = docker_host ? trimmed(*docker_host) : trimmed(env("DOCKER_HOST").value_or(""));
+    if (host.empty()) {
+        host = std::string(verify ? default_tls_host : default_socket);
+    }
+    engine_endpoint out;
+    const auto scheme_end = host.find("://");
+    const std::string scheme = scheme_end == std::string::npos ? "tcp" : host.substr(0, scheme_end);
+    const std::string_view rest = scheme_end == std::string::npos
+                                      ? std::string_view(host)
+                                      : std::string_view(host).substr(scheme_end + 3);
+    if (scheme == "unix") {
+        if (rest.empty()) {
+            return bad_host(host, "unix:// needs the socket's path");
+        }
+        out.path = std::string(rest);
+        return out; // a local socket: TLS settings do not apply to it
+    }
+    if (scheme != "tcp") {
+        return bad_host(host, "the relay reaches the engine over unix:// or tcp:// (with TLS when "
+                              "DOCKER_TLS_VERIFY is set); " +
+                                  scheme + ":// is not supported");
+    }
+    if (auto parsed = parse_tcp(host, rest, out); !parsed) {
+        return parsed.error();
+    }
+    out.transport = engine_transport::tcp;
+    if (!verify) {
+        if (out.port == tls_port) {
+            return relay_error{
+                relay_errc::usage,
+                "DOCKER_HOST " + out.url() +
+                    ": port 2376 is the engine's TLS port, and DOCKER_TLS_VERIFY is not set; set "
+                    "DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH (the directory of ca.pem, "
+                    "cert.pem and key.pem), or name the engine's plain-TCP port"};
+        }
+        return out;
+    }
+    out.transport = engine_transport::tls;
+    auto directory = env("DOCKER_CERT_PATH");
+    if (!directory || directory->empty()) {
+        directory = env("DOCKER_CONFIG");
+    }
+    if (!directory || directory->empty()) {
+        directory = home_directory(env) + "/.docker";
+    }
+    out.tls.directory = *directory;
+    out.tls.ca = *directory + "/ca.pem";
+    // As the CLI: a client certificate and key that are not there are not sent (the engine then refuses
+    // the connection if it requires one, which engine_tls explains); one without the other is an error.
+    const std::string cert = *directory + "/cert.pem";
+    const std::string key = *directory + "/key.pem";
+    const bool has_cert = exists(cert);
+    const bool has_key = exists(key);
+    if (has_cert != has_key) {
+        return relay_error{relay_errc::usage,
+                           (has_cert ? cert + " is there but " + key : key + " is there but " + cert) +
+                               " is not: the client certificate needs both"};
+    }
+    if (has_cert) {
+        out.tls.cert = cert;
+        out.tls.key = key;
+    }
+    return out;
+}
+
+} // namespace maka_eval::relay

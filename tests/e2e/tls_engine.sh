@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# A second Docker engine of the tests' own, reachable only over mutual TLS, for tests/e2e/docker_tls_test.cpp.
+#   tls_engine.sh start DIR   certificates made with the `openssl` command, then dockerd --tlsverify on
+#                             127.0.0.1:PORT and 127.0.0.2:PORT (the second address is not in the server's
+#                             certificate: the wrong-host case), its own data root, exec root and unix socket
+#                             (DIR/docker.sock, for the tests' set-up through the CLI), the test images loaded
+#                             from the main engine; and an `openssl s_server` presenting an expired certificate
+#                             (a handshake fails before any HTTP, so it stands in for an engine there)
+#   tls_engine.sh stop DIR    stops both and removes the engine's data and its bridge
+# ctest runs these as the FIXTURES_SETUP/FIXTURES_CLEANUP of the TLS tests. Without MAKA_EVAL_E2E=1 (no engine
+# prepared for this run) it does nothing and the tests report themselves skipped.
+#
+# DIR afterwards: port, expired-port; client certificate directories (each a DOCKER_CERT_PATH):
+#   good/ (ca.pem cert.pem key.pem)   other-ca/ (a CA that did not sign the engine's certificate)
+#   expired-client/ (a client certificate that expired)   no-client/ (ca.pem only)
+set -euo pipefail
+
+command=${1:?usage: tls_engine.sh start|stop DIR}
+dir=${2:?usage: tls_engine.sh start|stop DIR}
+
+[ "${MAKA_EVAL_E2E:-}" = 1 ] || { echo "tls engine: MAKA_EVAL_E2E is not 1, nothing to do"; exit 0; }
+
+# Its own bridge: the engines share this network namespace, and a second dockerd given --bridge none deletes
+# the first one's docker0. Its address is from the benchmarking range (198.18.0.0/15), used by nothing real.
+bridge=maka-tls0
+bridge_address=198.18.213.1/24
+
+stop_pidfile() { # stop_pidfile FILE: TERM, wait up to 20 s, then KILL
+  local pid
+  [ -s "$1" ] || return 0
+  pid=$(cat "$1")
+  kill -TERM "$pid" 2>/dev/null || return 0
+  for _ in $(seq 1 80); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.25
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+}
+
+if [ "$command" = stop ]; then
+  stop_pidfile "$dir/s_server.pid"
+  stop_pidfile "$dir/dockerd.pid"
+  # The data root holds the loaded images and the tests' containers' layers.
+  rm -rf "$dir/data" "$dir/exec"
+  ip link delete "$bridge" 2>/dev/null || true
+  echo "tls engine: stopped"
+  exit 0
+fi
+[ "$command" = start ] || { echo "usage: tls_engine.sh start|stop DIR" >&2; exit 2; }
+
+"$0" stop "$dir" >/dev/null 2>&1 || true
+rm -rf "$dir"
+mkdir -p "$dir"/{pki,server,good,other-ca,expired-client,no-client}
+cd "$dir/pki"
+
+# key NAME: a P-256 key (quick to make, and what a modern engine is given).
+key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1-key.pem" 2>/dev/null; }
+ca() { # ca NAME: a self-signed CA
+  key "$1"
+  openssl req -x509 -new -key "$1-key.pem" -out "$1.pem" -days 2 -subj "/CN=maka-eval test $1" 2>/dev/null
+}
+# sign NAME CA DAYS EXTENSIONS: a certificate for NAME's key, signed by CA (DAYS -1: already expired).
+sign() {
+  key "$1"
+  openssl req -new -key "$1-key.pem" -out "$1.csr" -subj "/CN=$1" 2>/dev/null
+  openssl x509 -req -in "$1.csr" -CA "$2.pem" -CAkey "$2-key.pem" -CAcreateserial -days "$3" \
+    -extfile <(printf '%s\n' "$4") -out "$1.pem" 2>/dev/null
+}
+ca ca
+ca other
+sign server ca 2 $'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth'
+sign expired-server ca -1 $'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth'
+sign client ca 2 'extendedKeyUsage=clientAuth'
+sign expired-client ca -1 'extendedKeyUsage=clientAuth'
+
+cp ca.pem "$dir/good/ca.pem" && cp client.pem "$dir/good/cert.pem" && cp client-key.pem "$dir/good/key.pem"
+cp other.pem "$dir/other-ca/ca.pem" && cp client.pem "$dir/other-ca/cert.pem" &&
+  cp client-key.pem "$dir/other-ca/key.pem"
+cp ca.pem "$dir/expired-client/ca.pem" && cp expired-client.pem "$dir/expired-client/cert.pem" &&
+  cp expired-client-key.pem "$dir/expired-client/key.pem"
+cp ca.pem "$dir/no-client/ca.pem"
+chmod 0600 "$dir"/*/key.pem "$dir"/pki/*-key.pem
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+port=$(free_port)
+echo "$port" >"$dir/port"
+
+# Its own bridge and no iptables rules (the main engine owns those); its own containerd comes with its exec
+# root.
+ip link add "$bridge" type bridge
+ip address add "$bridge_address" dev "$bridge"
+ip link set "$bridge" up
+dockerd --data-root "$dir/data" --exec-root "$dir/exec" --pidfile "$dir/dockerd.pid" \
+  --host "unix://$dir/docker.sock" --host "tcp://127.0.0.1:$port" --host "tcp://127.0.0.2:$port" \
+  --tlsverify --tlscacert "$dir/pki/ca.pem" --tlscert "$dir/pki/server.pem" --tlskey "$dir/pki/server-key.pem" \
+  --bridge "$bridge" --iptables=false --ip6tables=false >"$dir/dockerd.log" 2>&1 &
+local_docker() { docker -H "unix://$dir/docker.sock" "$@"; }
+up=0
+for _ in $(seq 1 120); do
+  if local_docker version >/dev/null 2>&1; then up=1; break; fi
+  sleep 0.25
+done
+if [ "$up" != 1 ]; then
+  echo "tls engine: dockerd did not come up; its log:" >&2
+  tail -30 "$dir/dockerd.log" >&2
+  exit 1
+fi
+docker save maka-eval-test-busybox:test maka-eval-helper:test | local_docker load -q >/dev/null
+
+expired_port=$(free_port)
+echo "$expired_port" >"$dir/expired-port"
+openssl s_server -quiet -accept "127.0.0.1:$expired_port" -cert "$dir/pki/expired-server.pem" \
+  -key "$dir/pki/expired-server-key.pem" -www </dev/null >"$dir/s_server.log" 2>&1 &
+echo $! >"$dir/s_server.pid"
+for _ in $(seq 1 40); do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$expired_port") 2>/dev/null; then break; fi
+  sleep 0.25
+done
+echo "tls engine: dockerd --tlsverify on 127.0.0.1:$port (pid $(cat "$dir/dockerd.pid")), expired-certificate" \
+  "server on 127.0.0.1:$expired_port"
