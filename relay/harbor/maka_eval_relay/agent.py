@@ -31,6 +31,7 @@ import shutil
 import signal
 import re
 import socket
+import ssl
 import tempfile
 import http.client
 import urllib.parse
@@ -330,13 +331,33 @@ def task_environment(environment: Any) -> dict[str, str]:
 
 
 class _Engine:
-    """Just enough of the Docker Engine API (DOCKER_HOST, default the local socket) to find a container."""
+    """Just enough of the Docker Engine API to find a container, on the engine the docker CLI (and so Harbor's
+    ``docker compose``) would use: DOCKER_HOST (default the local socket), with mutual TLS when
+    DOCKER_TLS_VERIFY is set (DOCKER_CERT_PATH's ca.pem, cert.pem, key.pem; default DOCKER_CONFIG, then
+    ~/.docker). The relay reads the same variables the same way; like it, this refuses TLS without
+    verification and plain TCP to the TLS port 2376."""
 
     def __init__(self) -> None:
-        host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
-        self.host = host
+        self.verify = bool(os.environ.get("DOCKER_TLS_VERIFY"))
+        host = (os.environ.get("DOCKER_HOST") or "").strip()
+        self.host = host or ("tcp://localhost:2376" if self.verify else "unix:///var/run/docker.sock")
+
+    def _tls_context(self) -> ssl.SSLContext:
+        directory = (os.environ.get("DOCKER_CERT_PATH") or os.environ.get("DOCKER_CONFIG")
+                     or os.path.join(os.path.expanduser("~"), ".docker"))
+        try:
+            context = ssl.create_default_context(cafile=os.path.join(directory, "ca.pem"))
+            cert, key = os.path.join(directory, "cert.pem"), os.path.join(directory, "key.pem")
+            if os.path.exists(cert) or os.path.exists(key):
+                context.load_cert_chain(cert, key)
+        except (OSError, ssl.SSLError) as error:
+            raise OSError(f"the TLS files in {directory} cannot be used: {error}") from error
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        return context
 
     def _connection(self) -> http.client.HTTPConnection:
+        if os.environ.get("DOCKER_TLS") and not self.verify:
+            raise OSError("DOCKER_TLS without DOCKER_TLS_VERIFY: TLS without verifying the engine is refused")
         if self.host.startswith("unix://"):
             path = self.host[len("unix://"):]
 
@@ -347,11 +368,20 @@ class _Engine:
                     self.sock.connect(path)
 
             return UnixConnection("localhost", timeout=10)
-        if self.host.startswith("tcp://"):
-            hostport = self.host[len("tcp://"):]
-            name, _, port = hostport.rpartition(":")
-            return http.client.HTTPConnection(name or hostport, int(port) if port.isdigit() else 2375, timeout=10)
-        raise OSError(f"DOCKER_HOST {self.host} is neither unix:// nor tcp://")
+        hostport = self.host[len("tcp://"):] if self.host.startswith("tcp://") else self.host
+        if "://" in hostport:
+            raise OSError(f"DOCKER_HOST {self.host} is neither unix:// nor tcp://")
+        hostport = hostport.rstrip("/")
+        name, colon, port = hostport.rpartition(":")
+        if not colon:
+            name, port = hostport, ""
+        name = name.strip("[]") or "localhost"
+        number = int(port) if port.isdigit() else 2375
+        if self.verify:
+            return http.client.HTTPSConnection(name, number, timeout=10, context=self._tls_context())
+        if number == 2376:
+            raise OSError(f"DOCKER_HOST {self.host}: 2376 is the engine's TLS port and DOCKER_TLS_VERIFY is not set")
+        return http.client.HTTPConnection(name, number, timeout=10)
 
     def compose_container(self, project: str, service: str) -> str:
         """The id of the running container of that compose service; raises OSError saying why not."""

@@ -166,6 +166,32 @@ class UnitTest(unittest.TestCase):
         self.assertIsNone(target)
         self.assertIn("type()", why)
 
+    def test_the_fast_paths_engine_lookup_reads_the_docker_cli_variables_as_the_relay_does(self):
+        names = ("DOCKER_HOST", "DOCKER_TLS_VERIFY", "DOCKER_TLS", "DOCKER_CERT_PATH")
+        saved = {name: os.environ.pop(name, None) for name in names}
+
+        def restore():
+            for name, value in saved.items():
+                os.environ.pop(name, None)
+                if value is not None:
+                    os.environ[name] = value
+
+        self.addCleanup(restore)
+        self.assertEqual(core._Engine().host, "unix:///var/run/docker.sock")
+        os.environ["DOCKER_TLS_VERIFY"] = "1"
+        self.assertEqual(core._Engine().host, "tcp://localhost:2376")  # as the CLI: TLS defaults to 2376
+        os.environ.pop("DOCKER_TLS_VERIFY")
+        os.environ["DOCKER_HOST"] = "tcp://engine.example:2376"
+        with self.assertRaisesRegex(OSError, "2376 is the engine's TLS port"):
+            core._Engine()._connection()
+        os.environ["DOCKER_TLS"] = "1"
+        with self.assertRaisesRegex(OSError, "TLS without verifying the engine is refused"):
+            core._Engine()._connection()
+        os.environ.pop("DOCKER_TLS")
+        os.environ.update(DOCKER_TLS_VERIFY="1", DOCKER_CERT_PATH="/nonexistent")
+        with self.assertRaisesRegex(OSError, "the TLS files in /nonexistent cannot be used"):
+            core._Engine()._connection()
+
     def test_pier_refuses_service_exec_clearly(self):
         bridge = core._Bridge(None, PierDockerEnvironment("unused"), "pier")
         reply = asyncio.run(bridge._service_exec({"command": "true", "service": "s"}))
@@ -640,6 +666,37 @@ class HarborTest(Scenarios, unittest.TestCase):
         self.assertEqual(t.sh("ls -a / /tmp | grep maka-eval-run || true").stdout, "")
 
 
+class HarborRemoteEngineTest(unittest.TestCase):
+    """Harbor's DockerEnvironment on a remote engine reached over mutual TLS, as the docker CLI (and so
+    Harbor's ``docker compose``) reaches it: DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH. The engine is
+    tests/e2e/tls_engine.sh's (a ctest fixture); the stand-in's own docker CLI calls go there too."""
+
+    def setUp(self):
+        engine = Path(os.environ["MAKA_EVAL_TLS_ENGINE"])
+        names = ("DOCKER_HOST", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH")
+        saved = {name: os.environ.get(name) for name in names}
+
+        def restore():
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
+        self.addCleanup(restore)
+        os.environ.update(DOCKER_HOST=f"tcp://127.0.0.1:{(engine / 'port').read_text().strip()}",
+                          DOCKER_TLS_VERIFY="1", DOCKER_CERT_PATH=str(engine / "good"))
+
+    def test_the_fast_path_finds_the_container_on_a_remote_engine_over_tls(self):
+        fast = frame('{"remote":true}')
+        t = Trial(self, harbor_agent, f"echo '{fast}'", fast_path=True)
+        self.assertIsNone(t.run())
+        self.assertEqual(t.orchestrator.transcript()["executed"]["stdout"], '{"remote":true}')
+        self.assertEqual(t.env.calls, [])  # found on the remote engine: nothing through the environment object
+        self.assertIn('"backend":"docker', t.relay_log())
+        self.assertIn(os.environ["DOCKER_HOST"] + ", mutual TLS", t.relay_log())
+
+
 class PierTest(Scenarios, unittest.TestCase):
     module = pier_agent
 
@@ -665,7 +722,9 @@ def suites() -> dict[str, unittest.TestSuite]:
                                         loader.loadTestsFromTestCase(BridgeReplyOrderTest),
                                         loader.loadTestsFromTestCase(BridgeFollowTest)]),
             "e2e": unittest.TestSuite([loader.loadTestsFromTestCase(HarborTest),
-                                       loader.loadTestsFromTestCase(PierTest)])}
+                                       loader.loadTestsFromTestCase(PierTest)]),
+            # Needs the TLS engine too (ctest gives MAKA_EVAL_TLS_ENGINE).
+            "e2e_tls": unittest.TestSuite([loader.loadTestsFromTestCase(HarborRemoteEngineTest)])}
 
 
 def flatten(suite: unittest.TestSuite) -> list[unittest.TestCase]:
@@ -682,7 +741,7 @@ def main(argv: list[str]) -> int:
                 print(kind, case.id().split(".", 1)[1])
         return 0
     kind = argv[0] if argv else "unit"
-    if kind == "e2e" and os.environ.get("MAKA_EVAL_E2E") != "1":
+    if kind.startswith("e2e") and os.environ.get("MAKA_EVAL_E2E") != "1":
         return 77  # skipped: no engine prepared for this run
     selected = [case for case in flatten(suites()[kind]) if len(argv) < 2 or case.id().endswith("." + argv[1])]
     if not selected:
