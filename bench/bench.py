@@ -14,6 +14,9 @@ the same run. Measurements (issue targets in brackets):
   5. frame projection on a 64 KiB carrier (for the record)
   1b. the cold trial (one container per trial, the normal case): a trial in a fresh container against a
      bare CLI `docker exec … true` in another fresh container [<= 1.5x]; engine calls [<= 4]
+  7. a remote engine over mutual TLS (tests/e2e/tls_engine.sh's second dockerd, on loopback): the same
+     engine's unix socket against its TLS port, warm and cold, for a trial and for a bare exec through the
+     same Engine API client (so the TLS figure is the transport's cost, not another engine's)
   6. per-trial overhead through the Harbor/Pier adapter and the bridge backend, with the Harbor-shaped
      stand-in environment (one `docker` CLI process per call), warm and cold, against a bare
      `docker exec … true` through the same CLI; calls on the environment object per trial [3 warm, <= 4 cold]
@@ -295,6 +298,75 @@ def tiny_tar():
     return path
 
 
+def tls(build, relay, repeats, rows):
+    """The TLS engine's unix socket against its TLS port: the same dockerd, so the difference is the transport
+    (TCP, the TLS handshake with a client certificate, record encryption). Warm: one container, trials and
+    bare execs alternated. Cold: a fresh container per trial, for each transport."""
+    engine = tempfile.mkdtemp(prefix="maka-bench-tls-")
+    script = f"{ROOT}/tests/e2e/tls_engine.sh"
+    env = {**os.environ, "MAKA_EVAL_E2E": "1"}
+    subprocess.run([script, "start", engine], env=env, check=True, stdout=subprocess.DEVNULL)
+    try:
+        socket_host = f"unix://{engine}/docker.sock"
+        port = open(f"{engine}/port").read().strip()
+        transports = {
+            "unix socket": {**os.environ, "DOCKER_HOST": socket_host},
+            "mutual TLS": {**os.environ, "DOCKER_HOST": f"tcp://127.0.0.1:{port}", "DOCKER_TLS_VERIFY": "1",
+                           "DOCKER_CERT_PATH": f"{engine}/good"},
+        }
+
+        def container(name):
+            docker("-H", socket_host, "run", "-d", "--name", name, "maka-eval-test-busybox:test")
+            return name
+
+        def remove(name):
+            docker("-H", socket_host, "rm", "-f", name, check=False)
+
+        warm = container("maka-bench-tls-warm")
+        walls = {t: [] for t in transports}
+        bare = {t: [] for t in transports}
+        calls = {t: [] for t in transports}
+        try:
+            run_trial(relay, warm, "true", env=transports["unix socket"])  # the one-time helper install
+            for _ in range(repeats):
+                for label, transport in transports.items():
+                    wall, result, ph = run_trial(relay, warm, "true", env=transport)
+                    assert result["executed"]["exitCode"] == 0, result
+                    walls[label].append(wall * 1000)
+                    calls[label].append(int(ph["done"]["engineCalls"]))
+                    bare[label] += json.loads(subprocess.run(
+                        [f"{build}/bench/maka-eval-bench", "bare-exec", warm, "1"], env=transport,
+                        capture_output=True, text=True, check=True).stdout)
+        finally:
+            remove(warm)
+        cold = {t: [] for t in transports}
+        for i in range(repeats):
+            for label, transport in transports.items():
+                name = container(f"maka-bench-tls-cold-{label.split()[0]}{i}")
+                try:
+                    wall, result, _ = run_trial(relay, name, "true", env=transport)
+                    assert result["executed"]["exitCode"] == 0, result
+                    cold[label].append(wall * 1000)
+                finally:
+                    remove(name)
+        sock, over = "unix socket", "mutual TLS"
+        rows.append(("TLS engine, bare engine exec of `true`: unix socket | mutual TLS",
+                     f"{fmt(bare[sock], 'ms')} | {fmt(bare[over], 'ms')}",
+                     f"{statistics.median(bare[over]) / statistics.median(bare[sock]):.2f}× over TLS"))
+        rows.append(("TLS engine, warm trial: unix socket | mutual TLS",
+                     f"{fmt(walls[sock], 'ms')} | {fmt(walls[over], 'ms')}",
+                     f"{statistics.median(walls[over]) / statistics.median(walls[sock]):.2f}× over TLS "
+                     f"(+{statistics.median(walls[over]) - statistics.median(walls[sock]):.1f} ms); "
+                     f"{statistics.median(calls[over]):.0f} engine calls over TLS"))
+        rows.append(("TLS engine, cold trial (fresh container): unix socket | mutual TLS",
+                     f"{fmt(cold[sock], 'ms')} | {fmt(cold[over], 'ms')}",
+                     f"{statistics.median(cold[over]) / statistics.median(cold[sock]):.2f}× over TLS "
+                     f"(+{statistics.median(cold[over]) - statistics.median(cold[sock]):.1f} ms)"))
+    finally:
+        subprocess.run([script, "stop", engine], env=env, check=False, stdout=subprocess.DEVNULL)
+        subprocess.run(["rm", "-rf", engine], check=False)
+
+
 def bridge(build, repeats, rows):
     """Through the Harbor adapter and the bridge, with the Harbor-shaped stand-in (one `docker` CLI process
     per call): warm (a second trial in the same environment) and cold (a fresh environment per trial)."""
@@ -355,17 +427,27 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", required=True)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--only", help="one measurement: overhead, cold, cancel, memory, concurrent, projection, "
+                                       "tls, bridge")
     args = parser.parse_args()
     relay = f"{args.build}/relay/maka-eval-relay"
     repeats = 5 if args.quick else 15
     rows = []
-    overhead(args.build, relay, repeats, rows)
-    cold(relay, repeats, rows)
-    cancel(relay, 3 if args.quick else 5, rows)
-    memory(relay, rows)
-    concurrent(relay, 32, rows)
-    projection(args.build, rows)
-    bridge(args.build, repeats, rows)
+    measurements = {
+        "overhead": lambda: overhead(args.build, relay, repeats, rows),
+        "cold": lambda: cold(relay, repeats, rows),
+        "cancel": lambda: cancel(relay, 3 if args.quick else 5, rows),
+        "memory": lambda: memory(relay, rows),
+        "concurrent": lambda: concurrent(relay, 32, rows),
+        "projection": lambda: projection(args.build, rows),
+        "tls": lambda: tls(args.build, relay, repeats, rows),
+        "bridge": lambda: bridge(args.build, repeats, rows),
+    }
+    if args.only and args.only not in measurements:
+        parser.error(f"--only takes one of {', '.join(measurements)}")
+    for name, measure in measurements.items():
+        if args.only in (None, name):
+            measure()
     width = max(len(r[0]) for r in rows)
     print(f"\n{'measurement'.ljust(width)} | median (min–max) | against")
     print(f"{'-' * width}-|------------------|--------")

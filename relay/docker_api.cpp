@@ -82,7 +82,7 @@ asio::awaitable<boost::system::error_code> within_connect_timeout(Operation oper
 }
 
 asio::awaitable<boost::system::result<std::unique_ptr<connection>, relay_error>>
-open_connection(const engine_endpoint& engine, asio::ssl::context* tls) {
+open_connection(const engine_endpoint& engine, asio::ssl::context* tls, const tls_session_cache& sessions) {
     auto executor = co_await asio::this_coro::executor;
     auto unreachable = [&](const std::string& why) {
         return relay_error{relay_errc::engine,
@@ -121,6 +121,7 @@ open_connection(const engine_endpoint& engine, asio::ssl::context* tls) {
     if (!expect_engine_identity(stream.native_handle(), engine, c->note)) {
         co_return unreachable("cannot set up TLS for host " + engine.host);
     }
+    sessions.resume(stream.native_handle());
     const auto hec = co_await within_connect_timeout(
         [&] { return stream.async_handshake(asio::ssl::stream_base::client, as_tuple(use_awaitable)); });
     if (hec) {
@@ -323,7 +324,7 @@ asio::awaitable<boost::system::result<docker_response, relay_error>>
 docker_api::send(const std::string& method, const std::string& target, const std::string& body,
                  const std::string& content_type) {
     ++calls_;
-    auto c = co_await open_connection(engine_, tls_.get());
+    auto c = co_await open_connection(engine_, tls_.get(), sessions_);
     if (!c) {
         co_return c.error();
     }
@@ -345,6 +346,9 @@ docker_api::send(const std::string& method, const std::string& target, const std
         co_return relay_error{
             relay_errc::engine,
             failure_text(**c, engine_, "the Docker engine did not answer " + method + " " + target, rec)};
+    }
+    if ((*c)->ssl() != nullptr) {
+        sessions_.remember((*c)->ssl());
     }
     auto res = parser.release();
     if (res.result_int() == 400 && engine_.transport == engine_transport::tcp &&
@@ -440,7 +444,7 @@ docker_api::exec(std::string container, exec_spec spec, std::string& exec_id) {
     }
     exec_id = std::move(*id);
     ++calls_;
-    auto c = co_await open_connection(engine_, tls_.get());
+    auto c = co_await open_connection(engine_, tls_.get(), sessions_);
     if (!c) {
         co_return c.error();
     }

@@ -9,6 +9,7 @@
 
 #include "relay/engine_endpoint.hpp"
 #include "relay/engine_replies.hpp"
+#include "relay/engine_tls.hpp"
 #include "relay/error.hpp"
 
 #include <chrono>
@@ -88,6 +89,7 @@ class docker_api {
     engine_endpoint engine_;
     std::string host_; // its url, for messages
     std::shared_ptr<asio::ssl::context> tls_;
+    tls_session_cache sessions_;
     // API 1.41 (Docker 20.10) is assumed and only negotiated down when an older engine refuses it: one
     // engine call fewer on every trial.
     std::string version_prefix_ = "/v1.41";

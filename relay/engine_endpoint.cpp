@@ -2,6 +2,7 @@
 #include "relay/engine_endpoint.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <pwd.h>
 #include <sys/stat.h>
@@ -64,6 +65,15 @@ boost::system::result<void, relay_error> parse_tcp(const std::string& whole, std
     }
     if (out.host.empty()) {
         out.host = "localhost";
+    }
+    // A name or an IPv4 address; in brackets, an IPv6 address (with a zone after %).
+    const bool v6 = rest.starts_with('[');
+    const bool plain = std::all_of(out.host.begin(), out.host.end(), [v6](char ch) {
+        const auto c = static_cast<unsigned char>(ch);
+        return std::isalnum(c) != 0 || c == '.' || c == '-' || c == '_' || (v6 && (c == ':' || c == '%'));
+    });
+    if (!plain || (v6 && out.host.find(':') == std::string::npos)) {
+        return bad_host(whole, "the host must be a name, an IPv4 address, or an IPv6 address in brackets");
     }
     unsigned number = 0;
     const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), number);

@@ -173,6 +173,25 @@ bool expect_engine_identity(SSL* ssl, const engine_endpoint& engine, tls_verify_
     return ok;
 }
 
+void tls_session_cache::remember(SSL* ssl) {
+    SSL_SESSION* current = ::SSL_get0_session(ssl);
+    if (current == nullptr || ::SSL_SESSION_is_resumable(current) != 1) {
+        return;
+    }
+    // A copy: OpenSSL marks the connection's own session not resumable when the connection is freed without a
+    // TLS shutdown, which is how a finished request's connection ends here.
+    SSL_SESSION* copy = ::SSL_SESSION_dup(current);
+    if (copy != nullptr) {
+        session_.reset(copy, &::SSL_SESSION_free);
+    }
+}
+
+void tls_session_cache::resume(SSL* ssl) const {
+    if (session_) {
+        (void)::SSL_set_session(ssl, session_.get()); // a session it cannot use only means a full handshake
+    }
+}
+
 std::string describe_tls_failure(const boost::system::error_code& ec, SSL* ssl, const tls_verify_note& note,
                                  const engine_endpoint& engine) {
     const std::string at = "the Docker engine at " + engine.url();

@@ -17,7 +17,8 @@
 #include <boost/system/error_code.hpp>
 #include <boost/system/result.hpp>
 
-struct ssl_st; // OpenSSL's SSL
+struct ssl_st;         // OpenSSL's SSL
+struct ssl_session_st; // OpenSSL's SSL_SESSION
 
 namespace boost::asio::ssl {
 class context;
@@ -37,6 +38,18 @@ struct tls_verify_note {
 // Sets up one connection's SSL object before the handshake: SNI and the identity the certificate must have;
 // `note` (owned by the caller, alive during the handshake) learns why verification failed.
 [[nodiscard]] bool expect_engine_identity(ssl_st* ssl, const engine_endpoint& engine, tls_verify_note& note);
+
+// The engine's latest resumable TLS session. A trial opens 3 or 4 connections to the engine; resuming skips
+// the certificate exchange and both sides' signatures after the first. (With TLS 1.3 the ticket arrives after
+// the handshake, so it is taken once an exchange on the connection succeeded.)
+class tls_session_cache {
+  public:
+    void remember(ssl_st* ssl);
+    void resume(ssl_st* ssl) const;
+
+  private:
+    std::shared_ptr<ssl_session_st> session_;
+};
 
 // A failed handshake, or a failed read or write on an established TLS connection (with TLS 1.3 the engine
 // refuses a client certificate only after the client's side of the handshake is done).

@@ -1,10 +1,36 @@
 // Fuzz the Docker engine reply readers: any body gives a value or a clear error (never an exception, never
-// an empty message), and a frame header is accepted only within the frame limit.
+// an empty message), and a frame header is accepted only within the frame limit. The same bytes as a
+// DOCKER_HOST give an engine address whose url() reads back as the same address, or a clear error.
+#include "relay/engine_endpoint.hpp"
 #include "relay/engine_replies.hpp"
 
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
+
+namespace {
+
+std::optional<std::string> no_environment(const char*) {
+    return std::nullopt;
+}
+
+void engine_address(std::string_view text) {
+    using namespace maka_eval::relay;
+    const auto endpoint = resolve_engine_endpoint(std::string(text), &no_environment);
+    if (!endpoint) {
+        if (endpoint.error().message.empty()) {
+            std::abort();
+        }
+        return;
+    }
+    const auto again = resolve_engine_endpoint(endpoint->url(), &no_environment);
+    if (!again || again->transport != endpoint->transport || again->url() != endpoint->url() ||
+        again->host != endpoint->host || again->port != endpoint->port || again->path != endpoint->path) {
+        std::abort();
+    }
+}
+
+} // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace maka_eval::relay;
@@ -25,6 +51,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         !first ? first.error().message.empty() : *first && (*first)->empty()) {
         std::abort();
     }
+    engine_address(body);
     (void)parse_api_version(body);
     (void)engine_message(body);
     if (size >= 8) {

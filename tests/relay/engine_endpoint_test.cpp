@@ -85,6 +85,12 @@ TEST_CASE("malformed or unsupported engine addresses are errors that say what to
               .ends_with("a path after the address is not supported"));
     CHECK(error_of({{"DOCKER_HOST", "tcp://::1:2375"}}).find("in brackets") != std::string::npos);
     CHECK(error_of({{"DOCKER_HOST", "tcp://[::1"}}).find("closing ]") != std::string::npos);
+    for (const std::string host : {"tcp://a b:1", "tcp://[abc]:1", "tcp://h@st:1", "tcp://[a%]:1"}) {
+        CAPTURE(host);
+        CHECK(error_of({{"DOCKER_HOST", host}})
+                  .ends_with("the host must be a name, an IPv4 address, or an IPv6 address "
+                             "in brackets"));
+    }
 }
 
 TEST_CASE("plain TCP to port 2376 is refused with the hint to turn on TLS") {
