@@ -112,7 +112,8 @@ open_connection(const engine_endpoint& engine, asio::ssl::context* tls, const tl
     if (cec) {
         co_return unreachable(cec.message());
     }
-    socket.set_option(asio::ip::tcp::no_delay(true));
+    boost::system::error_code no_delay_failed; // only a latency hint: the connection works without it
+    socket.set_option(asio::ip::tcp::no_delay(true), no_delay_failed);
     if (engine.transport == engine_transport::tcp) {
         co_return std::make_unique<connection>(connection{std::move(socket), {}, {}});
     }
@@ -128,7 +129,7 @@ open_connection(const engine_endpoint& engine, asio::ssl::context* tls, const tl
         co_return relay_error{relay_errc::engine,
                               hec == asio::error::timed_out
                                   ? "the TLS handshake with the Docker engine at " + engine.url() +
-                                        " did not finish in 15 s"
+                                        " did not finish in " + std::to_string(connect_timeout.count()) + " s"
                                   : describe_tls_failure(hec, stream.native_handle(), c->note, engine)};
     }
     co_return c;

@@ -145,8 +145,19 @@ load_engine_tls(const engine_tls_files& files) {
     if (!key) {
         return key.error();
     }
+    // Without a callback OpenSSL would ask for an encrypted key's passphrase on the terminal, and a relay in
+    // production would wait there for ever: no passphrase, and the error says what to do.
+    const bool encrypted = key->find("ENCRYPTED") != std::string::npos;
+    context->set_password_callback([](std::size_t, ssl::context::password_purpose) { return std::string(); });
     context->use_private_key(boost::asio::buffer(*key), ssl::context::pem, ec);
     contracts::wipe(*key);
+    if (encrypted && ec) {
+        ::ERR_clear_error();
+        return relay_error{relay_errc::engine,
+                           files.key +
+                               " is encrypted: the relay (as the docker CLI) needs the key unencrypted, "
+                               "readable by its user only"};
+    }
     if (ec || ::SSL_CTX_check_private_key(context->native_handle()) != 1) {
         ::ERR_clear_error();
         return relay_error{relay_errc::engine, files.key + " is not the PEM private key of " + files.cert +

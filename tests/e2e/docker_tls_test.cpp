@@ -184,6 +184,18 @@ TEST_CASE("TLS: a missing or unreadable certificate file fails before any connec
             "cannot read the client key " + (empty.path() / "key.pem").string() + ": Is a directory");
 }
 
+TEST_CASE("TLS: a key that is not the certificate's, or an encrypted one, is said so (never prompted for)") {
+    require_engine();
+    tls_container c;
+    const auto dir = engine_dir();
+    refused(c, tls_env(tls_host(), "mismatched-key"),
+            (dir / "mismatched-key" / "key.pem").string() + " is not the PEM private key of " +
+                (dir / "mismatched-key" / "cert.pem").string());
+    // stdin is empty and there is no terminal: a passphrase prompt would fail or hang; it must not happen.
+    refused(c, tls_env(tls_host(), "encrypted-key"),
+            (dir / "encrypted-key" / "key.pem").string() + " is encrypted");
+}
+
 TEST_CASE("TLS: plain HTTP to the engine's TLS port names the fix") {
     require_engine();
     tls_container c;

@@ -13,6 +13,7 @@
 # DIR afterwards: port, expired-port; client certificate directories (each a DOCKER_CERT_PATH):
 #   good/ (ca.pem cert.pem key.pem)   other-ca/ (a CA that did not sign the engine's certificate)
 #   expired-client/ (a client certificate that expired)   no-client/ (ca.pem only)
+#   mismatched-key/ (key.pem is not cert.pem's key)   encrypted-key/ (key.pem needs a passphrase)
 set -euo pipefail
 
 command=${1:?usage: tls_engine.sh start|stop DIR}
@@ -50,7 +51,7 @@ fi
 
 "$0" stop "$dir" >/dev/null 2>&1 || true
 rm -rf "$dir"
-mkdir -p "$dir"/{pki,server,good,other-ca,expired-client,no-client}
+mkdir -p "$dir"/{pki,good,other-ca,expired-client,no-client,mismatched-key,encrypted-key}
 cd "$dir/pki"
 
 # key NAME: a P-256 key (quick to make, and what a modern engine is given).
@@ -79,6 +80,10 @@ cp other.pem "$dir/other-ca/ca.pem" && cp client.pem "$dir/other-ca/cert.pem" &&
 cp ca.pem "$dir/expired-client/ca.pem" && cp expired-client.pem "$dir/expired-client/cert.pem" &&
   cp expired-client-key.pem "$dir/expired-client/key.pem"
 cp ca.pem "$dir/no-client/ca.pem"
+cp ca.pem "$dir/mismatched-key/ca.pem" && cp client.pem "$dir/mismatched-key/cert.pem" &&
+  cp expired-client-key.pem "$dir/mismatched-key/key.pem"
+cp ca.pem "$dir/encrypted-key/ca.pem" && cp client.pem "$dir/encrypted-key/cert.pem" &&
+  openssl pkey -in client-key.pem -aes256 -passout pass:secret -out "$dir/encrypted-key/key.pem"
 chmod 0600 "$dir"/*/key.pem "$dir"/pki/*-key.pem
 
 free_port() {
