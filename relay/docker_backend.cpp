@@ -56,7 +56,9 @@ class docker_backend final : public backend {
 
     std::string describe() const override {
         const bool tls = options_.engine.transport == engine_transport::tls;
-        return "docker (" + container_ + " via " + api_.host() + (tls ? ", mutual TLS" : "") + ")";
+        const auto& context = options_.engine.context;
+        return "docker (" + container_ + " via " + api_.host() + (tls ? ", mutual TLS" : "") +
+               (context.empty() ? "" : ", docker context " + context) + ")";
     }
     std::optional<unsigned> engine_calls() const override { return api_.calls(); }
 

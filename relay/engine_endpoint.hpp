@@ -5,9 +5,11 @@
 // certificate must chain to DOCKER_CERT_PATH/ca.pem and name the host, and cert.pem/key.pem (when they exist,
 // as the CLI) are presented. DOCKER_CERT_PATH defaults to DOCKER_CONFIG, then ~/.docker. With TLS on and no
 // DOCKER_HOST the engine is tcp://localhost:2376; a port left out is 2375, as the CLI.
+// When neither --docker-host nor DOCKER_HOST names the engine, the docker CLI's selected context does
+// (DOCKER_CONTEXT, else currentContext in DOCKER_CONFIG/config.json): its host and its own TLS files.
 // Two deliberate refusals: TLS without verification (DOCKER_TLS alone) — the relay sends the subject's
 // credentials over this connection — and plain TCP to port 2376, the TLS port, which would send them in clear
-// text to a server that then refuses them anyway.
+// text to a server that then refuses them anyway. A context with SkipTLSVerify is refused like DOCKER_TLS.
 // Only paths are decided here; the files are read when the backend starts (engine_tls.hpp).
 #pragma once
 
@@ -38,6 +40,7 @@ struct engine_endpoint {
     std::string host;                          // tcp, tls: a name or an address (IPv6 without brackets)
     std::string port;                          // tcp, tls
     engine_tls_files tls;
+    std::string context; // the docker CLI context it came from, if any
 
     // unix:///var/run/docker.sock, tcp://HOST:PORT ([v6]:PORT)
     [[nodiscard]] std::string url() const;

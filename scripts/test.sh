@@ -33,6 +33,12 @@ ctest_counts() {
   failed=$((failed + bad))
   ((bad == 0)) || failures+=("$(grep -A1000 'The following tests FAILED' "$1" | tail -n +2)")
 }
+# failure_output LOG — what each failed test printed (ctest --output-on-failure), so a CI log says why.
+failure_output() {
+  awk '/\*\*\*(Failed|Exception|Timeout)/ {show = 1; lines = 0}
+       /^ *[0-9]+\/[0-9]+ Test +#/ && !/\*\*\*/ {show = 0}
+       show && lines++ < 60' "$1"
+}
 LOGS=$(mktemp -d)
 trap 'engine_down; rm -rf "$LOGS"' EXIT
 
@@ -43,7 +49,9 @@ if build_preset ci >"$LOGS/build-ci.log" 2>&1; then
   else
     record "docker engine for the e2e tests" 1
   fi
-  ctest --preset ci -j2 2>&1 | tee "$LOGS/ctest-ci.log" | grep -E '^\s*[0-9]+/[0-9]+ Test|tests passed|FAILED' || true
+  ctest --preset ci -j2 --output-on-failure 2>&1 | tee "$LOGS/ctest-ci.log" |
+    grep -E '^\s*[0-9]+/[0-9]+ Test|tests passed|FAILED' || true
+  failure_output "$LOGS/ctest-ci.log"
   ctest_counts "$LOGS/ctest-ci.log"
 else
   tail -50 "$LOGS/build-ci.log"
@@ -52,14 +60,17 @@ fi
 
 say "2/4 ASan+UBSan build and tests"
 if build_preset sanitize >"$LOGS/build-san.log" 2>&1; then
-  ctest --preset sanitize -j2 2>&1 | tee "$LOGS/ctest-san.log" | grep -E 'tests passed|FAILED' || true
+  ctest --preset sanitize -j2 --output-on-failure 2>&1 | tee "$LOGS/ctest-san.log" |
+    grep -E 'tests passed|FAILED' || true
+  failure_output "$LOGS/ctest-san.log"
   ctest_counts "$LOGS/ctest-san.log"
   # The docker and bridge backends only run end to end: under the sanitizers too, with the release build's
   # static helper going into the containers.
   if [ "${MAKA_EVAL_E2E:-}" = 1 ]; then
     MAKA_EVAL_TEST_HELPER="$MAKA_ROOT/build/ci/in_container/maka-eval-helper" \
-      ctest --test-dir "$MAKA_ROOT/build/sanitize" -L e2e -j2 2>&1 | tee "$LOGS/ctest-san-e2e.log" |
-      grep -E 'tests passed|FAILED' || true
+      ctest --test-dir "$MAKA_ROOT/build/sanitize" -L e2e -j2 --output-on-failure 2>&1 |
+      tee "$LOGS/ctest-san-e2e.log" | grep -E 'tests passed|FAILED' || true
+    failure_output "$LOGS/ctest-san-e2e.log"
     ctest_counts "$LOGS/ctest-san-e2e.log"
   fi
 else

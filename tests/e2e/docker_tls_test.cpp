@@ -91,6 +91,30 @@ TEST_CASE("TLS: a name the certificate lists (localhost) works as well as the ad
     CHECK(t.finish().exit_code == relay::exit_success);
 }
 
+TEST_CASE("TLS: a docker context made by the docker CLI itself names the engine and its TLS files") {
+    require_engine();
+    tls_container c;
+    scratch config;
+    const auto good = engine_dir() / "good";
+    const std::vector<std::string> cli_env{"PATH=/usr/bin:/bin:/usr/local/bin", "HOME=/tmp",
+                                           "DOCKER_CONFIG=" + config.path().string()};
+    const auto created =
+        run_process({docker_cli(), "context", "create", "maka-remote", "--docker",
+                     "host=" + tls_host() + ",ca=" + (good / "ca.pem").string() +
+                         ",cert=" + (good / "cert.pem").string() + ",key=" + (good / "key.pem").string()},
+                    "", cli_env);
+    INFO(created.err);
+    REQUIRE(created.exit_code == 0);
+    auto env = base_env();
+    env.insert(env.end(), {"DOCKER_CONFIG=" + config.path().string(), "DOCKER_CONTEXT=maka-remote"});
+    trial t(in_container({}, "\"$HELPER\" frame '{\"context\":1}'"), c.relay_args(), env);
+    const auto o = t.finish();
+    CHECK(o.exit_code == relay::exit_success);
+    CHECK(executed_of(o).at("stdout").as_string() == "{\"context\":1}");
+    CHECK(o.relay_log.find("via " + tls_host() + ", mutual TLS, docker context maka-remote") !=
+          std::string::npos);
+}
+
 TEST_CASE("TLS: a cancel stops the subject's whole tree through the TLS engine") {
     require_engine();
     tls_container c;

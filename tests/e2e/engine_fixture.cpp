@@ -10,7 +10,6 @@
 #include <doctest/doctest.h>
 
 namespace maka_eval::test {
-namespace {
 
 std::string docker_cli() {
     for (const char* path : {"/usr/bin/docker", "/usr/local/bin/docker"}) {
@@ -20,8 +19,6 @@ std::string docker_cli() {
     }
     return "docker";
 }
-
-} // namespace
 
 std::string container_helper() {
     const char* other = std::getenv("MAKA_EVAL_TEST_HELPER");

@@ -20,6 +20,9 @@ std::string container_helper();
 // Exits 77 (skipped) unless scripts/test.sh prepared an engine for this run (MAKA_EVAL_E2E=1).
 void require_engine();
 
+// The docker CLI's path.
+std::string docker_cli();
+
 // The docker CLI with `args`; `engine` (a -H value) when not the default engine.
 process_result docker(std::vector<std::string> args, int timeout_ms = 30000, const std::string& engine = {});
 

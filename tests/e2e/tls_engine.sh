@@ -41,8 +41,15 @@ stop_pidfile() { # stop_pidfile FILE: TERM, wait up to 20 s, then KILL
 if [ "$command" = stop ]; then
   stop_pidfile "$dir/s_server.pid"
   stop_pidfile "$dir/dockerd.pid"
-  # The data root holds the loaded images and the tests' containers' layers.
-  rm -rf "$dir/data" "$dir/exec"
+  # The data root holds the loaded images and the tests' containers' layers. A mount dockerd leaves behind
+  # (its private bind of the data root, a network namespace) is undone first, deepest first.
+  awk -v prefix="$dir/" 'index($5, prefix) == 1 {print $5}' /proc/self/mountinfo | sort -r |
+    while read -r mount; do umount -l "$mount" 2>/dev/null || true; done
+  if ! rm -rf "$dir/data" "$dir/exec"; then
+    echo "tls engine: cannot remove its data; mounts left under $dir:" >&2
+    grep -F " $dir/" /proc/self/mountinfo >&2 || true
+    exit 1
+  fi
   ip link delete "$bridge" 2>/dev/null || true
   echo "tls engine: stopped"
   exit 0

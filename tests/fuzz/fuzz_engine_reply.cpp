@@ -10,8 +10,10 @@
 
 namespace {
 
-std::optional<std::string> no_environment(const char*) {
-    return std::nullopt;
+// No variables, and a HOME without a ~/.docker (no context is read from this machine).
+std::optional<std::string> no_environment(const char* name) {
+    return std::string_view(name) == "HOME" ? std::optional<std::string>("/nonexistent-maka-eval-fuzz-home")
+                                            : std::nullopt;
 }
 
 void engine_address(std::string_view text) {

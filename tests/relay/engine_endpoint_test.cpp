@@ -1,7 +1,8 @@
-// Where the docker backend finds its engine: DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH read as the
-// docker CLI reads them, --docker-host over DOCKER_HOST, and the two refusals (unverified TLS, plain TCP to
-// the TLS port). The TLS files themselves are read by the backend; tests/e2e/docker_tls_test.cpp covers
-// those.
+// Where the docker backend finds its engine: DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH and the
+// selected docker context read as the docker CLI reads them, --docker-host over DOCKER_HOST, and the
+// refusals (unverified TLS, plain TCP to the TLS port). The TLS files themselves are read by the backend;
+// tests/e2e/docker_tls_test.cpp covers those.
+#include "contracts/digest.hpp"
 #include "in_container/fixture.hpp"
 #include "relay/engine_endpoint.hpp"
 #include "relay/options.hpp"
@@ -155,6 +156,74 @@ TEST_CASE("a client certificate that is not there is not sent (as the CLI), half
     CHECK(error_of(env).ends_with("key.pem is not: the client certificate needs both"));
 }
 
+// A docker CLI context as `docker context create NAME --docker host=HOST[,ca=…,cert=…,key=…]` writes it.
+void write_context(const std::filesystem::path& config, const std::string& name, const std::string& host,
+                   bool tls_files, bool skip_verify = false) {
+    const auto id = maka_eval::contracts::sha256_hex(name);
+    std::filesystem::create_directories(config / "contexts" / "meta" / id);
+    std::ofstream(config / "contexts" / "meta" / id / "meta.json")
+        << R"({"Name":")" << name << R"(","Metadata":{},"Endpoints":{"docker":{"Host":")" << host
+        << R"(","SkipTLSVerify":)" << (skip_verify ? "true" : "false") << "}}}";
+    if (tls_files) {
+        const auto tls = config / "contexts" / "tls" / id / "docker";
+        std::filesystem::create_directories(tls);
+        for (const char* file : {"ca.pem", "cert.pem", "key.pem"}) {
+            touch(tls / file);
+        }
+    }
+}
+
+TEST_CASE("the docker CLI's selected context names the engine when no host is given") {
+    maka_eval::test::scratch config;
+    write_context(config.path(), "engine-3", "tcp://engine-3.example:2376", true);
+    write_context(config.path(), "plain", "tcp://10.1.2.3:2375", false);
+    const std::string dir = config.path().string();
+    const auto tls_dir =
+        config.path() / "contexts" / "tls" / maka_eval::contracts::sha256_hex("engine-3") / "docker";
+
+    auto chosen = resolve({{"DOCKER_CONFIG", dir}, {"DOCKER_CONTEXT", "engine-3"}});
+    REQUIRE(chosen.has_value());
+    CHECK(chosen->url() == "tcp://engine-3.example:2376");
+    CHECK(chosen->transport == engine_transport::tls); // its TLS files are there: verified, client cert sent
+    CHECK(chosen->tls.ca == (tls_dir / "ca.pem").string());
+    CHECK(chosen->tls.key == (tls_dir / "key.pem").string());
+    CHECK(chosen->context == "engine-3");
+
+    // config.json's currentContext when DOCKER_CONTEXT is not set; a context without TLS files is plain TCP.
+    std::ofstream(config.path() / "config.json") << R"({"auths":{},"currentContext":"plain"})";
+    auto current = resolve({{"DOCKER_CONFIG", dir}});
+    REQUIRE(current.has_value());
+    CHECK(current->transport == engine_transport::tcp);
+    CHECK(current->url() == "tcp://10.1.2.3:2375");
+
+    // A host named by DOCKER_HOST or --docker-host wins; "default" is the environment's rules.
+    CHECK(error_of({{"DOCKER_CONFIG", dir}, {"DOCKER_HOST", "tcp://h:1"}}) == "ok: tcp://h:1");
+    CHECK(error_of({{"DOCKER_CONFIG", dir}}, "unix:///s") == "ok: unix:///s");
+    CHECK(error_of({{"DOCKER_CONFIG", dir}, {"DOCKER_CONTEXT", "default"}}) ==
+          "ok: unix:///var/run/docker.sock");
+    // As the CLI: the TLS variables do not override a selected context.
+    CHECK(error_of({{"DOCKER_CONFIG", dir}, {"DOCKER_TLS_VERIFY", "1"}}) == "ok: tcp://10.1.2.3:2375");
+}
+
+TEST_CASE("a context that is missing, skips verification or sends plain TCP to 2376 is refused, by name") {
+    maka_eval::test::scratch config;
+    write_context(config.path(), "lax", "tcp://e:2376", true, true);
+    write_context(config.path(), "bare", "tcp://e:2376", false);
+    const std::string dir = config.path().string();
+    CHECK(error_of({{"DOCKER_CONFIG", dir}, {"DOCKER_CONTEXT", "gone"}})
+              .starts_with("docker context gone (selected by DOCKER_CONTEXT) does not exist"));
+    std::ofstream(config.path() / "config.json") << R"({"currentContext":"gone"})";
+    CHECK(error_of({{"DOCKER_CONFIG", dir}})
+              .starts_with("docker context gone (selected by " + dir + "/config.json) does not exist"));
+    CHECK(error_of({{"DOCKER_CONFIG", dir}, {"DOCKER_CONTEXT", "lax"}})
+              .starts_with(
+                  "docker context lax (SkipTLSVerify) asks for TLS without checking who the engine is"));
+    CHECK(error_of({{"DOCKER_CONFIG", dir}, {"DOCKER_CONTEXT", "bare"}})
+              .find("port 2376 is the engine's TLS port") != std::string::npos);
+    std::ofstream(config.path() / "config.json") << "{not json";
+    CHECK(error_of({{"DOCKER_CONFIG", dir}}) == dir + "/config.json is not a JSON object");
+}
+
 TEST_CASE("TLS without verification is refused: credentials go over this connection") {
     const auto message = error_of({{"DOCKER_HOST", "tcp://e:2376"}, {"DOCKER_TLS", "1"}});
     CHECK(message.starts_with("DOCKER_TLS without DOCKER_TLS_VERIFY"));
@@ -162,7 +231,7 @@ TEST_CASE("TLS without verification is refused: credentials go over this connect
 }
 
 TEST_CASE("the docker backend resolves its engine when the command line is parsed, other backends never do") {
-    environment() = {{"DOCKER_HOST", "tcp://e:2376"}};
+    environment() = {{"DOCKER_HOST", "tcp://e:2376"}, {"HOME", "/nonexistent-maka-eval-test-home"}};
     const std::vector<std::string_view> docker{"--env", "docker:c", "--", "true"};
     const auto refused = parse_run(docker, &lookup);
     REQUIRE_FALSE(refused.has_value());

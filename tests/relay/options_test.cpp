@@ -10,8 +10,10 @@ namespace {
 
 using namespace maka_eval::relay;
 
-std::optional<std::string> no_env(const char*) {
-    return std::nullopt;
+// An empty environment, but for a HOME without a ~/.docker: never this machine's docker context.
+std::optional<std::string> no_env(const char* name) {
+    return std::string_view(name) == "HOME" ? std::optional<std::string>("/nonexistent-maka-eval-test-home")
+                                            : std::nullopt;
 }
 
 boost::system::result<run_options, relay_error> run_with(std::vector<std::string_view> args) {

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import inspect
 import json
 import logging
@@ -332,19 +333,49 @@ def task_environment(environment: Any) -> dict[str, str]:
 
 class _Engine:
     """Just enough of the Docker Engine API to find a container, on the engine the docker CLI (and so Harbor's
-    ``docker compose``) would use: DOCKER_HOST (default the local socket), with mutual TLS when
+    ``docker compose``) would use: DOCKER_HOST, else the selected docker context (DOCKER_CONTEXT, else
+    config.json's currentContext) with its own TLS files, else the local socket; mutual TLS when
     DOCKER_TLS_VERIFY is set (DOCKER_CERT_PATH's ca.pem, cert.pem, key.pem; default DOCKER_CONFIG, then
     ~/.docker). The relay reads the same variables the same way; like it, this refuses TLS without
     verification and plain TCP to the TLS port 2376."""
 
     def __init__(self) -> None:
         self.verify = bool(os.environ.get("DOCKER_TLS_VERIFY"))
+        self.config = os.environ.get("DOCKER_CONFIG") or os.path.join(os.path.expanduser("~"), ".docker")
+        self.cert_path = os.environ.get("DOCKER_CERT_PATH") or self.config
+        self.skip_verify = False
         host = (os.environ.get("DOCKER_HOST") or "").strip()
+        if not host:
+            host = self._context_host()
         self.host = host or ("tcp://localhost:2376" if self.verify else "unix:///var/run/docker.sock")
 
+    def _context_host(self) -> str:
+        """The selected docker context's host (and its TLS files), or "" for the default context."""
+        name = os.environ.get("DOCKER_CONTEXT") or ""
+        if not name:
+            try:
+                with open(os.path.join(self.config, "config.json"), encoding="utf-8") as f:
+                    name = str(json.load(f).get("currentContext") or "")
+            except FileNotFoundError:
+                return ""
+            except (OSError, ValueError, AttributeError) as error:
+                raise OSError(f"{self.config}/config.json cannot be read: {error}") from error
+        if name in ("", "default"):
+            return ""
+        digest = hashlib.sha256(name.encode()).hexdigest()
+        try:
+            with open(os.path.join(self.config, "contexts", "meta", digest, "meta.json"), encoding="utf-8") as f:
+                endpoint = json.load(f)["Endpoints"]["docker"]
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise OSError(f"docker context {name} cannot be read: {error}") from error
+        tls = os.path.join(self.config, "contexts", "tls", digest, "docker")
+        self.verify = any(os.path.exists(os.path.join(tls, f)) for f in ("ca.pem", "cert.pem", "key.pem"))
+        self.skip_verify = bool(endpoint.get("SkipTLSVerify"))
+        self.cert_path = tls
+        return str(endpoint.get("Host") or "")
+
     def _tls_context(self) -> ssl.SSLContext:
-        directory = (os.environ.get("DOCKER_CERT_PATH") or os.environ.get("DOCKER_CONFIG")
-                     or os.path.join(os.path.expanduser("~"), ".docker"))
+        directory = self.cert_path
         try:
             context = ssl.create_default_context(cafile=os.path.join(directory, "ca.pem"))
             cert, key = os.path.join(directory, "cert.pem"), os.path.join(directory, "key.pem")
@@ -356,8 +387,9 @@ class _Engine:
         return context
 
     def _connection(self) -> http.client.HTTPConnection:
-        if os.environ.get("DOCKER_TLS") and not self.verify:
-            raise OSError("DOCKER_TLS without DOCKER_TLS_VERIFY: TLS without verifying the engine is refused")
+        if (os.environ.get("DOCKER_TLS") and not self.verify) or self.skip_verify:
+            raise OSError("TLS without verifying the engine is refused (DOCKER_TLS without DOCKER_TLS_VERIFY, "
+                          "or a docker context with SkipTLSVerify)")
         if self.host.startswith("unix://"):
             path = self.host[len("unix://"):]
 

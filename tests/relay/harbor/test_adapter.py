@@ -167,8 +167,10 @@ class UnitTest(unittest.TestCase):
         self.assertIn("type()", why)
 
     def test_the_fast_paths_engine_lookup_reads_the_docker_cli_variables_as_the_relay_does(self):
-        names = ("DOCKER_HOST", "DOCKER_TLS_VERIFY", "DOCKER_TLS", "DOCKER_CERT_PATH")
+        names = ("DOCKER_HOST", "DOCKER_TLS_VERIFY", "DOCKER_TLS", "DOCKER_CERT_PATH", "DOCKER_CONFIG",
+                 "DOCKER_CONTEXT")
         saved = {name: os.environ.pop(name, None) for name in names}
+        os.environ["DOCKER_CONFIG"] = "/nonexistent-maka-eval-test-config"  # no context of this machine's
 
         def restore():
             for name, value in saved.items():
@@ -191,6 +193,45 @@ class UnitTest(unittest.TestCase):
         os.environ.update(DOCKER_TLS_VERIFY="1", DOCKER_CERT_PATH="/nonexistent")
         with self.assertRaisesRegex(OSError, "the TLS files in /nonexistent cannot be used"):
             core._Engine()._connection()
+
+    def test_the_fast_paths_engine_lookup_follows_the_selected_docker_context(self):
+        names = ("DOCKER_HOST", "DOCKER_TLS_VERIFY", "DOCKER_TLS", "DOCKER_CERT_PATH", "DOCKER_CONFIG",
+                 "DOCKER_CONTEXT")
+        saved = {name: os.environ.pop(name, None) for name in names}
+
+        def restore():
+            for name, value in saved.items():
+                os.environ.pop(name, None)
+                if value is not None:
+                    os.environ[name] = value
+
+        self.addCleanup(restore)
+        config = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, config, True)
+        for name, host, tls, skip in (("remote", "tcp://engine-3.example:2376", True, False),
+                                      ("lax", "tcp://engine-4.example:2376", True, True)):
+            digest = hashlib.sha256(name.encode()).hexdigest()  # as `docker context create` stores it
+            meta = config / "contexts" / "meta" / digest
+            meta.mkdir(parents=True)
+            (meta / "meta.json").write_text(json.dumps(
+                {"Name": name, "Metadata": {}, "Endpoints": {"docker": {"Host": host, "SkipTLSVerify": skip}}}))
+            if tls:
+                (config / "contexts" / "tls" / digest / "docker").mkdir(parents=True)
+                (config / "contexts" / "tls" / digest / "docker" / "ca.pem").write_text("x")
+        os.environ["DOCKER_CONFIG"] = str(config)
+        (config / "config.json").write_text('{"currentContext": "remote"}')
+        engine = core._Engine()
+        self.assertEqual((engine.host, engine.verify), ("tcp://engine-3.example:2376", True))
+        self.assertTrue(engine.cert_path.endswith("/docker"))
+        os.environ["DOCKER_HOST"] = "unix:///s"  # a named host wins over the context
+        self.assertEqual(core._Engine().host, "unix:///s")
+        del os.environ["DOCKER_HOST"]
+        os.environ["DOCKER_CONTEXT"] = "lax"
+        with self.assertRaisesRegex(OSError, "TLS without verifying the engine is refused"):
+            core._Engine()._connection()
+        os.environ["DOCKER_CONTEXT"] = "gone"
+        with self.assertRaisesRegex(OSError, "docker context gone cannot be read"):
+            core._Engine()
 
     def test_pier_refuses_service_exec_clearly(self):
         bridge = core._Bridge(None, PierDockerEnvironment("unused"), "pier")
