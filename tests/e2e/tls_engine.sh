@@ -26,21 +26,33 @@ dir=${2:?usage: tls_engine.sh start|stop DIR}
 bridge=maka-tls0
 bridge_address=198.18.213.1/24
 
-stop_pidfile() { # stop_pidfile FILE: TERM, wait up to 20 s, then KILL
-  local pid
-  [ -s "$1" ] || return 0
-  pid=$(cat "$1")
-  kill -TERM "$pid" 2>/dev/null || return 0
+# alive PID: it exists and is not a zombie (on a machine whose PID 1 never reaps, an exited child of a
+# process that is gone stays a zombie for ever).
+alive() {
+  local state
+  state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
+  [ -n "$state" ] && [ "$state" != Z ]
+}
+
+# stop_pid PID: TERM, wait up to 20 s, then KILL; only a process of this engine, whose command line names
+# $dir (a stale pid file of an earlier run may name a pid reused since).
+stop_pid() {
+  [ -n "$1" ] || return 0
+  tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline" | grep -qF "$dir/" || return 0
+  kill -TERM "$1" 2>/dev/null || return 0
   for _ in $(seq 1 80); do
-    kill -0 "$pid" 2>/dev/null || return 0
+    alive "$1" || return 0
     sleep 0.25
   done
-  kill -KILL "$pid" 2>/dev/null || true
+  kill -KILL "$1" 2>/dev/null || true
 }
 
 if [ "$command" = stop ]; then
-  stop_pidfile "$dir/s_server.pid"
-  stop_pidfile "$dir/dockerd.pid"
+  # dockerd's own containerd is waited for too: it may still write under the data root after dockerd exits.
+  containerd=$(cat "$dir/exec/containerd/containerd.pid" 2>/dev/null || true)
+  stop_pid "$(cat "$dir/s_server.pid" 2>/dev/null || true)"
+  stop_pid "$(cat "$dir/dockerd.pid" 2>/dev/null || true)"
+  stop_pid "$containerd"
   # The data root holds the loaded images and the tests' containers' layers. A mount dockerd leaves behind
   # (its private bind of the data root, a network namespace) is undone first, deepest first.
   awk -v prefix="$dir/" 'index($5, prefix) == 1 {print $5}' /proc/self/mountinfo | sort -r |
