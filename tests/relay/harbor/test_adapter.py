@@ -94,6 +94,23 @@ class Untouchable:
         return used
 
 
+DOCKER_VARIABLES = ("DOCKER_HOST", "DOCKER_TLS_VERIFY", "DOCKER_TLS", "DOCKER_CERT_PATH", "DOCKER_CONFIG",
+                    "DOCKER_CONTEXT")
+
+
+def without_docker_variables(test: unittest.TestCase) -> None:
+    """Unsets the docker CLI's variables for this test and puts them back after it."""
+    saved = {name: os.environ.pop(name, None) for name in DOCKER_VARIABLES}
+
+    def restore():
+        for name, value in saved.items():
+            os.environ.pop(name, None)
+            if value is not None:
+                os.environ[name] = value
+
+    test.addCleanup(restore)
+
+
 class UnitTest(unittest.TestCase):
     def agent(self, module=harbor_agent, **kwargs):
         options = dict(relay_host="127.0.0.1", relay_port=9, relay_token="t", teardown_timeout_ms=1000)
@@ -167,18 +184,8 @@ class UnitTest(unittest.TestCase):
         self.assertIn("type()", why)
 
     def test_the_fast_paths_engine_lookup_reads_the_docker_cli_variables_as_the_relay_does(self):
-        names = ("DOCKER_HOST", "DOCKER_TLS_VERIFY", "DOCKER_TLS", "DOCKER_CERT_PATH", "DOCKER_CONFIG",
-                 "DOCKER_CONTEXT")
-        saved = {name: os.environ.pop(name, None) for name in names}
+        without_docker_variables(self)
         os.environ["DOCKER_CONFIG"] = "/nonexistent-maka-eval-test-config"  # no context of this machine's
-
-        def restore():
-            for name, value in saved.items():
-                os.environ.pop(name, None)
-                if value is not None:
-                    os.environ[name] = value
-
-        self.addCleanup(restore)
         self.assertEqual(core._Engine().host, "unix:///var/run/docker.sock")
         os.environ["DOCKER_TLS_VERIFY"] = "1"
         self.assertEqual(core._Engine().host, "tcp://localhost:2376")  # as the CLI: TLS defaults to 2376
@@ -195,17 +202,7 @@ class UnitTest(unittest.TestCase):
             core._Engine()._connection()
 
     def test_the_fast_paths_engine_lookup_follows_the_selected_docker_context(self):
-        names = ("DOCKER_HOST", "DOCKER_TLS_VERIFY", "DOCKER_TLS", "DOCKER_CERT_PATH", "DOCKER_CONFIG",
-                 "DOCKER_CONTEXT")
-        saved = {name: os.environ.pop(name, None) for name in names}
-
-        def restore():
-            for name, value in saved.items():
-                os.environ.pop(name, None)
-                if value is not None:
-                    os.environ[name] = value
-
-        self.addCleanup(restore)
+        without_docker_variables(self)
         config = Path(tempfile.mkdtemp())
         self.addCleanup(shutil.rmtree, config, True)
         for name, host, tls, skip in (("remote", "tcp://engine-3.example:2376", True, False),
@@ -714,17 +711,7 @@ class HarborRemoteEngineTest(unittest.TestCase):
 
     def setUp(self):
         engine = Path(os.environ["MAKA_EVAL_TLS_ENGINE"])
-        names = ("DOCKER_HOST", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH")
-        saved = {name: os.environ.get(name) for name in names}
-
-        def restore():
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
-
-        self.addCleanup(restore)
+        without_docker_variables(self)
         os.environ.update(DOCKER_HOST=f"tcp://127.0.0.1:{(engine / 'port').read_text().strip()}",
                           DOCKER_TLS_VERIFY="1", DOCKER_CERT_PATH=str(engine / "good"))
 
