@@ -46,9 +46,10 @@ options (both modes):
   --policy-sidecar NAME     egress: the service holding the network policy (harbor-docker-egress-control-sidecar)
   --compose-project P [--compose-service S]   docker: the container of compose service S (main) of project P
   --helper-in-container PATH                  docker, bridge: use a helper already there instead of uploading one
-  --docker-host URL         docker: the engine, unix://PATH or tcp://HOST:PORT (default DOCKER_HOST, else
-                            unix:///var/run/docker.sock); mutual TLS as the docker CLI: DOCKER_TLS_VERIFY=1 and
-                            DOCKER_CERT_PATH (ca.pem, cert.pem, key.pem; default ~/.docker)
+  --docker-host URL         docker: the engine, unix://PATH or tcp://HOST:PORT (default DOCKER_HOST, else the
+                            docker CLI's selected context, else unix:///var/run/docker.sock); mutual TLS as the
+                            docker CLI: DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH (ca.pem, cert.pem, key.pem;
+                            default ~/.docker)
   --user USER[:GROUP]       docker, local as root: run the subject as USER (as docker exec -u; default: the
                             container's configured user) under a root supervisor it cannot reach
   --artifact-limit BYTES    keep at most BYTES of each of the subject's stdout/stderr artifacts on disk
@@ -59,7 +60,8 @@ options (both modes):
   --log-format text|json    one line per phase on stderr (text)
   --quiet                   no phase log
 environment:
-  MAKA_EVAL_RELAY_TOKEN, MAKA_EVAL_EGRESS_REQUIRED (=1 to check egress isolation), MAKA_EVAL_EGRESS_ALLOWED_HOST
+  MAKA_EVAL_RELAY_TOKEN, MAKA_EVAL_EGRESS_REQUIRED (=1 to check egress isolation), MAKA_EVAL_EGRESS_ALLOWED_HOST;
+  docker: DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH, DOCKER_CONFIG, DOCKER_CONTEXT (as the docker CLI)
 )";
 
 bool parse_u32(std::string_view text, std::uint32_t& out) {
