@@ -9,6 +9,7 @@
 #include "relay/bridge_channel.hpp"
 #include "relay/helper_binary.hpp"
 #include "relay/log.hpp"
+#include "relay/posix_io.hpp"
 #include "relay/random_hex.hpp"
 
 #include <cerrno>
@@ -113,16 +114,7 @@ class staged_request {
         dir_ = pattern;
         file_ = dir_ + "/run.json";
         const int fd = ::open(file_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        bool written = fd >= 0;
-        std::size_t done = 0;
-        while (written && done < line.size()) {
-            const auto n = ::write(fd, line.data() + done, line.size() - done);
-            if (n < 0 && errno == EINTR) {
-                continue;
-            }
-            written = n > 0;
-            done += written ? static_cast<std::size_t>(n) : 0;
-        }
+        const bool written = fd >= 0 && write_all(fd, line);
         if (fd >= 0) {
             ::close(fd);
         }

@@ -269,8 +269,7 @@ class hijacked_stream final : public exec_stream {
 
 docker_api::docker_api(asio::any_io_executor executor, engine_endpoint engine,
                        std::shared_ptr<asio::ssl::context> tls)
-    : executor_(std::move(executor)), engine_(std::move(engine)), host_(engine_.url()), tls_(std::move(tls)) {
-}
+    : executor_(std::move(executor)), engine_(std::move(engine)), tls_(std::move(tls)) {}
 
 boost::system::result<docker_api, relay_error> docker_api::open(asio::any_io_executor executor,
                                                                 engine_endpoint engine) {
@@ -291,7 +290,7 @@ asio::awaitable<boost::system::result<std::string, relay_error>> docker_api::neg
     auto version = co_await send("GET", "/version", {}, {});
     if (!version || version->status != 200) {
         co_return relay_error{relay_errc::engine,
-                              "the Docker engine at " + host_ + " did not say its version"};
+                              "the Docker engine at " + engine_.url() + " did not say its version"};
     }
     std::string api = "1.41";
     if (const auto engine = parse_api_version(version->body)) {

@@ -75,7 +75,7 @@ class docker_api {
     exec(std::string container, exec_spec spec, std::string& exec_id);
     asio::awaitable<boost::system::result<int, relay_error>> exec_exit_code(std::string exec_id);
 
-    [[nodiscard]] const std::string& host() const { return host_; }
+    [[nodiscard]] const engine_endpoint& engine() const { return engine_; }
     // HTTP requests made so far (an exec stream counts once), for the benchmark's engine-call figure.
     [[nodiscard]] unsigned calls() const { return calls_; }
 
@@ -87,7 +87,6 @@ class docker_api {
                std::shared_ptr<asio::ssl::context> tls);
     asio::any_io_executor executor_;
     engine_endpoint engine_;
-    std::string host_; // its url, for messages
     std::shared_ptr<asio::ssl::context> tls_;
     tls_session_cache sessions_;
     // API 1.41 (Docker 20.10) is assumed and only negotiated down when an older engine refuses it: one

@@ -55,10 +55,10 @@ class docker_backend final : public backend {
           container_(options.container) {}
 
     std::string describe() const override {
-        const bool tls = options_.engine.transport == engine_transport::tls;
-        const auto& context = options_.engine.context;
-        return "docker (" + container_ + " via " + api_.host() + (tls ? ", mutual TLS" : "") +
-               (context.empty() ? "" : ", docker context " + context) + ")";
+        const auto& engine = api_.engine();
+        return "docker (" + container_ + " via " + engine.url() +
+               (engine.transport == engine_transport::tls ? ", mutual TLS" : "") +
+               (engine.context.empty() ? "" : ", docker context " + engine.context) + ")";
     }
     std::optional<unsigned> engine_calls() const override { return api_.calls(); }
 

@@ -2,6 +2,7 @@
 #include "relay/engine_tls.hpp"
 
 #include "contracts/secret.hpp"
+#include "relay/posix_io.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -34,31 +35,13 @@ boost::system::result<std::string, relay_error> read_pem(const std::string& path
     if (fd < 0) {
         return failed(std::strerror(errno));
     }
-    std::string text;
-    char chunk[8192];
-    std::string error;
-    while (true) {
-        const auto got = ::read(fd, chunk, sizeof chunk);
-        if (got < 0 && errno == EINTR) {
-            continue;
-        }
-        if (got <= 0) {
-            error = got < 0 ? std::strerror(errno) : "";
-            break;
-        }
-        text.append(chunk, static_cast<std::size_t>(got));
-        if (text.size() > (std::size_t{1} << 20U)) {
-            error = "over 1 MiB: not a PEM file";
-            break;
-        }
-    }
-    ::OPENSSL_cleanse(chunk, sizeof chunk); // it may have held the key
+    auto text = read_secret(fd, std::size_t{1} << 20U);
     ::close(fd);
-    if (!error.empty()) {
-        contracts::wipe(text);
-        return failed(error);
+    if (!text) {
+        return failed(text.error() == boost::system::errc::file_too_large ? "over 1 MiB: not a PEM file"
+                                                                          : text.error().message());
     }
-    return text;
+    return std::move(*text);
 }
 
 int note_index() {

@@ -1,6 +1,8 @@
 // Showing the subject's output live without ever making the relay wait (see follow_sink.hpp).
 #include "relay/follow_sink.hpp"
 
+#include "relay/posix_io.hpp"
+
 #include <cerrno>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -27,20 +29,6 @@ int reopen_nonblocking(int fd) {
     }
     const std::string path = "/proc/self/fd/" + std::to_string(fd);
     return ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-}
-
-bool write_blocking(int fd, std::string_view data) {
-    while (!data.empty()) {
-        const auto wrote = ::write(fd, data.data(), data.size());
-        if (wrote < 0 && errno == EINTR) {
-            continue;
-        }
-        if (wrote <= 0) {
-            return false;
-        }
-        data.remove_prefix(static_cast<std::size_t>(wrote));
-    }
-    return true;
 }
 
 } // namespace
@@ -84,7 +72,7 @@ void follow_sink::pump() {
         auto& head = pending_.front();
         auto& target = targets_[head.stream];
         if (!target.stream) {
-            if (write_blocking(target.fd, head.bytes)) {
+            if (write_all(target.fd, head.bytes)) {
                 account(head.stream, head.bytes);
             } else {
                 dropped_here_[head.stream] += head.bytes.size();

@@ -3,6 +3,7 @@
 
 #include "contracts/secret.hpp"
 #include "contracts/wire_json.hpp"
+#include "relay/posix_io.hpp"
 
 #include <cerrno>
 #include <charconv>
@@ -73,30 +74,15 @@ bool parse_u32(std::string_view text, std::uint32_t& out) {
 // may be secrets: they never appear in an error message, and the raw text is wiped once parsed.
 boost::system::result<contracts::variables, relay_error> read_task_environment(int fd) {
     constexpr std::size_t limit = std::size_t{1} << 20;
-    std::string text;
-    std::string chunk(4096, '\0');
-    bool failed = false;
-    while (true) {
-        const auto got = ::read(fd, chunk.data(), chunk.size());
-        if (got < 0 && errno == EINTR) {
-            continue;
-        }
-        failed = got < 0 || text.size() + static_cast<std::size_t>(std::max<ssize_t>(got, 0)) > limit;
-        if (got <= 0 || failed) {
-            break;
-        }
-        text.append(chunk.data(), static_cast<std::size_t>(got));
-    }
-    contracts::wipe(chunk);
+    auto text = read_secret(fd, limit);
     ::close(fd);
-    if (failed) {
-        contracts::wipe(text);
+    if (!text) {
         return relay_error{relay_errc::usage, "--task-env-fd " + std::to_string(fd) +
                                                   ": unreadable, or over " + std::to_string(limit) +
                                                   " bytes"};
     }
-    auto parsed = contracts::parse_object(text, limit);
-    contracts::wipe(text);
+    auto parsed = contracts::parse_object(*text, limit);
+    contracts::wipe(*text);
     if (!parsed) {
         return relay_error{relay_errc::usage, "--task-env-fd " + std::to_string(fd) + ": not a JSON object"};
     }
