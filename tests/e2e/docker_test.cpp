@@ -331,18 +331,7 @@ TEST_CASE("cancel: SIGTERM with a TERM-respecting subject, its last frame passes
 TEST_CASE("cancel: a TERM-ignoring subject and a setsid'd daemon are both gone, the container intact") {
     require_engine();
     container c;
-    trial t(in_container({}, "trap '' TERM; setsid sh -c 'trap \"\" TERM; exec sleep 3612' & sleep 3613"),
-            c.relay_args({"--term-grace-ms", "300"}));
-    t.wait_running(c.scope());
-    REQUIRE(eventually([&] { return c.has_process("sleep 3612"); }));
-    t.signal(SIGTERM);
-    const auto o = t.finish();
-    CHECK(o.exit_code == relay::exit_cancelled);
-    CHECK(executed_of(o).at("exitCode").as_int64() == 124);
-    CHECK(c.no_process_soon("sleep 3612"));
-    CHECK(c.no_process_soon("sleep 3613"));
-    CHECK(c.running());
-    CHECK(c.exec("ls /logs/agent").out.empty()); // the scope file is gone too
+    cancel_settles_the_whole_tree(c, base_env(), 3612);
 }
 
 TEST_CASE("the orchestrator disconnecting mid-run settles the subject in the container") {
@@ -359,14 +348,7 @@ TEST_CASE("the orchestrator disconnecting mid-run settles the subject in the con
 TEST_CASE("a SIGKILLed relay leaves nothing running: the helper settles on stdin EOF") {
     require_engine();
     container c;
-    trial t(in_container({}, "sleep 3615"), c.relay_args({"--term-grace-ms", "500"}));
-    t.wait_running(c.scope());
-    REQUIRE(c.has_process("/.maka-eval/helper-", true));
-    t.signal(SIGKILL);
-    (void)t.finish(10000);
-    CHECK(c.no_process_soon("sleep 3615"));
-    CHECK(c.no_process_soon("/.maka-eval/helper-", true));
-    CHECK(c.running());
+    killed_relay_leaves_nothing(c, base_env(), 3615);
 }
 
 TEST_CASE("the container killed mid-run: a clear error, no hang, and the container left for inspection") {

@@ -9,7 +9,6 @@
 #include "relay/trial_fixture.hpp"
 #include "support/process.hpp"
 
-#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -118,30 +117,13 @@ TEST_CASE("TLS: a docker context made by the docker CLI itself names the engine 
 TEST_CASE("TLS: a cancel stops the subject's whole tree through the TLS engine") {
     require_engine();
     tls_container c;
-    trial t(in_container({}, "trap '' TERM; setsid sh -c 'trap \"\" TERM; exec sleep 3701' & sleep 3702"),
-            c.relay_args({"--term-grace-ms", "300"}), tls_env(tls_host()));
-    t.wait_running(c.scope());
-    REQUIRE(eventually([&] { return c.has_process("sleep 3701"); }));
-    t.signal(SIGTERM);
-    const auto o = t.finish();
-    CHECK(o.exit_code == relay::exit_cancelled);
-    CHECK(executed_of(o).at("exitCode").as_int64() == 124);
-    CHECK(c.no_process_soon("sleep 3701"));
-    CHECK(c.no_process_soon("sleep 3702"));
-    CHECK(c.running());
+    cancel_settles_the_whole_tree(c, tls_env(tls_host()), 3701);
 }
 
 TEST_CASE("TLS: a SIGKILLed relay leaves nothing running (the dead-man switch over TLS)") {
     require_engine();
     tls_container c;
-    trial t(in_container({}, "sleep 3703"), c.relay_args({"--term-grace-ms", "500"}), tls_env(tls_host()));
-    t.wait_running(c.scope());
-    REQUIRE(c.has_process("/.maka-eval/helper-", true));
-    t.signal(SIGKILL);
-    (void)t.finish(10000);
-    CHECK(c.no_process_soon("sleep 3703"));
-    CHECK(c.no_process_soon("/.maka-eval/helper-", true));
-    CHECK(c.running());
+    killed_relay_leaves_nothing(c, tls_env(tls_host()), 3703);
 }
 
 // A failure case: exit 5 (environment), the message, and nothing started in the container.

@@ -1,8 +1,10 @@
 // Test support for the end-to-end tests on a real Docker engine (see engine_fixture.hpp).
 #include "e2e/engine_fixture.hpp"
 
+#include "relay/exit_codes.hpp"
 #include "relay/trial_fixture.hpp"
 
+#include <csignal>
 #include <cstdlib>
 #include <string_view>
 #include <unistd.h>
@@ -100,6 +102,38 @@ bool container::no_process_soon(const std::string& marker, bool prefix) const {
 
 std::vector<std::string> in_container(std::vector<std::string> scenario, const std::string& script) {
     return subject(std::move(scenario), script, in_container_helper);
+}
+
+void cancel_settles_the_whole_tree(const container& c, const std::vector<std::string>& relay_env,
+                                   int sleep_base) {
+    const std::string daemon = "sleep " + std::to_string(sleep_base);
+    const std::string subject_sleep = "sleep " + std::to_string(sleep_base + 1);
+    trial t(in_container({}, "trap '' TERM; setsid sh -c 'trap \"\" TERM; exec " + daemon + "' & " +
+                                 subject_sleep),
+            c.relay_args({"--term-grace-ms", "300"}), relay_env);
+    t.wait_running(c.scope());
+    REQUIRE(eventually([&] { return c.has_process(daemon); }));
+    t.signal(SIGTERM);
+    const auto o = t.finish();
+    CHECK(o.exit_code == relay::exit_cancelled);
+    CHECK(executed_of(o).at("exitCode").as_int64() == 124);
+    CHECK(c.no_process_soon(daemon));
+    CHECK(c.no_process_soon(subject_sleep));
+    CHECK(c.running());
+    CHECK(c.exec("ls /logs/agent").out.empty()); // the scope file is gone too
+}
+
+void killed_relay_leaves_nothing(const container& c, const std::vector<std::string>& relay_env,
+                                 int sleep_base) {
+    const std::string subject_sleep = "sleep " + std::to_string(sleep_base);
+    trial t(in_container({}, subject_sleep), c.relay_args({"--term-grace-ms", "500"}), relay_env);
+    t.wait_running(c.scope());
+    REQUIRE(c.has_process("/.maka-eval/helper-", true));
+    t.signal(SIGKILL);
+    (void)t.finish(10000);
+    CHECK(c.no_process_soon(subject_sleep));
+    CHECK(c.no_process_soon("/.maka-eval/helper-", true));
+    CHECK(c.running());
 }
 
 } // namespace maka_eval::test

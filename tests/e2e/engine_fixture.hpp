@@ -52,4 +52,16 @@ class container {
 // Orchestrator arguments for a subject `sh -c SCRIPT` that calls the helper installed in the container.
 std::vector<std::string> in_container(std::vector<std::string> scenario, const std::string& script);
 
+// Scenarios run on every engine the tests reach (the local socket, mutual TLS): the same assertions whichever
+// way the relay gets there. `relay_env` is the relay's environment; `sleep_base` makes the subject's command
+// lines (sleep N, N+1) unique to the calling test.
+// A TERM-ignoring subject with a setsid'd TERM-ignoring daemon, cancelled by SIGTERM: both gone, the scope
+// file too, the container intact.
+void cancel_settles_the_whole_tree(const container& c, const std::vector<std::string>& relay_env,
+                                   int sleep_base);
+// The relay SIGKILLed mid-run: its connection ends, the helper sees stdin EOF and settles the subject, and
+// nothing of the trial is left running.
+void killed_relay_leaves_nothing(const container& c, const std::vector<std::string>& relay_env,
+                                 int sleep_base);
+
 } // namespace maka_eval::test
