@@ -22,6 +22,11 @@ inline constexpr std::size_t carrier_limit_bytes = std::size_t{64} * 1024;
 // `execute` with a large environment still arrives, and refuse anything longer with a clear error.
 inline constexpr std::size_t control_line_limit_bytes = std::size_t{1024} * 1024;
 
+// The longest message text (an `error`'s message, a helper log line) the helper writes. Trial runners read
+// an exec's output line by line and Harbor fails the whole exec on a line over 64 KiB: every line of ours
+// stays far below that, whatever a request or a subject put into a message (JSON escaping at most 6x).
+inline constexpr std::size_t message_text_limit_bytes = 4096;
+
 // The scope exit code of the original wrapper when the scope file could not be published.
 inline constexpr int scope_unavailable_exit_code = 111;
 // What `executed` reports for a subject stopped because the framework timed out.

@@ -1,9 +1,11 @@
 // Relay ⇄ helper session messages: JSON mapping with field-naming failures (see session_messages.hpp).
 #include "contracts/session_messages.hpp"
 
+#include "contracts/limits.hpp"
 #include "contracts/name_table.hpp"
 #include "contracts/python_text.hpp"
 #include "contracts/result_frame.hpp"
+#include "contracts/utf8.hpp"
 #include "contracts/wire_json.hpp"
 
 #include <limits>
@@ -257,7 +259,7 @@ struct to_json_visitor {
         return {{"kind", "error"},
                 {"version", session_protocol_version},
                 {"code", to_string(m.code)},
-                {"message", m.message}};
+                {"message", shorten_text(m.message, message_text_limit_bytes)}};
     }
     json::object operator()(const output_message& m) const {
         return {{"kind", "output"},

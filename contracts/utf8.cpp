@@ -118,4 +118,17 @@ char32_t next_code_point(std::string_view valid, std::size_t& pos) {
     return value;
 }
 
+std::string shorten_text(std::string_view text, std::size_t limit) {
+    if (text.size() <= limit) {
+        return std::string(text);
+    }
+    std::size_t keep = limit;
+    // Back over continuation bytes (10xxxxxx) so the cut never splits a character.
+    while (keep > 0 && (static_cast<unsigned char>(text[keep]) & 0xC0U) == 0x80U) {
+        --keep;
+    }
+    return std::string(text.substr(0, keep)) + "\u2026 (" + std::to_string(text.size() - keep) +
+           " bytes cut)";
+}
+
 } // namespace maka_eval::contracts

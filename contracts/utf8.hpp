@@ -37,6 +37,11 @@ class utf8_repair {
 // U+10FFFF).
 [[nodiscard]] bool is_valid_utf8(std::string_view bytes);
 
+// `text` whole when it fits in `limit` bytes, else its first bytes cut at a character boundary and
+// "… (N bytes cut)" after them: for message texts that may carry what a request or a subject supplied (a
+// path, an argv) and must still fit on one short line.
+[[nodiscard]] std::string shorten_text(std::string_view text, std::size_t limit);
+
 // Decodes one code point from valid UTF-8 at `pos`, advancing it. Only for input `is_valid_utf8` accepted.
 [[nodiscard]] char32_t next_code_point(std::string_view valid, std::size_t& pos);
 

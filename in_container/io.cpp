@@ -1,6 +1,9 @@
 // EINTR-safe POSIX I/O helpers (see io.hpp).
 #include "in_container/io.hpp"
 
+#include "contracts/limits.hpp"
+#include "contracts/utf8.hpp"
+
 #include <cerrno>
 #include <fcntl.h>
 #include <unistd.h>
@@ -71,8 +74,9 @@ std::optional<std::string> read_file(const std::string& path, std::size_t limit)
 }
 
 void log_line(std::string_view message) {
+    // Short whatever it quotes: under Harbor this stream is read line by line with a 64 KiB limit.
     std::string line("maka-eval-helper: ");
-    line.append(message).push_back('\n');
+    line.append(contracts::shorten_text(message, contracts::message_text_limit_bytes)).push_back('\n');
     (void)write_all(STDERR_FILENO, line);
 }
 

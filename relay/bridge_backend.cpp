@@ -154,9 +154,9 @@ class bridge_run : public std::enable_shared_from_this<bridge_run> {
     // and the helper drops the subject to that identity. A request a root helper reads goes into the root
     // directory (`root_dir_requests`: we installed the helper there, so it is writable), else into /tmp.
     bridge_run(bridge_channel& bridge, std::string helper, contracts::hello_message hello,
-               std::string hello_line, bool root_steps, bool root_dir_requests,
+               std::string hello_line, bool root_steps, bool root_dir_requests, std::string cwd,
                asio::any_io_executor executor)
-        : bridge_(bridge), helper_(std::move(helper)), uid_(hello.uid), gid_(hello.gid),
+        : bridge_(bridge), helper_(std::move(helper)), cwd_(std::move(cwd)), uid_(hello.uid), gid_(hello.gid),
           root_supervisor_(root_steps && hello.uid != 0),
           // The helper unlinks the request once read: only a root helper can in the root directory.
           request_dir_(root_dir_requests && (hello.uid == 0 || root_supervisor_) ? "" : "/tmp"),
@@ -306,7 +306,7 @@ class bridge_run : public std::enable_shared_from_this<bridge_run> {
         // No `started`: the subject's pid exists only inside the environment, and nothing here needs it.
         state_ = state::running;
         const std::vector<std::string> run{helper_, "run", "--request", target};
-        bridge_exec request{sh_join(run), {}, step_user(), std::nullopt, cancel_command()};
+        bridge_exec request{sh_join(run), cwd_, step_user(), std::nullopt, cancel_command()};
         auto ran = co_await bridge_.exec(std::move(request), run_deadline);
         if (!ran) {
             deliver(contracts::error_message{contracts::helper_fault::run_failed,
@@ -364,6 +364,7 @@ class bridge_run : public std::enable_shared_from_this<bridge_run> {
 
     bridge_channel& bridge_;
     std::string helper_;
+    std::string cwd_; // --cwd: where the probe ran, so where the run runs (empty: the runner's default)
     std::int64_t uid_;
     std::int64_t gid_;
     bool root_supervisor_;
@@ -445,7 +446,7 @@ class bridge_backend final : public backend {
         }
         for (int attempt = 0; attempt < 3; ++attempt) {
             const std::vector<std::string> probe{helper_, "probe"};
-            bridge_exec request{sh_join(probe), {}, {}, seconds(60), {}};
+            bridge_exec request{sh_join(probe), options_.cwd, {}, seconds(60), {}};
             auto probed = co_await bridge_.exec(std::move(request), call_deadline);
             if (!probed) {
                 co_return relay_error{relay_errc::environment,
@@ -456,7 +457,8 @@ class bridge_backend final : public backend {
                 if (const auto* hello = std::get_if<contracts::hello_message>(&*message)) {
                     co_return std::unique_ptr<helper_session>(std::make_unique<bridge_session>(
                         std::make_shared<bridge_run>(bridge_, helper_, *hello, std::move(line),
-                                                     options_.bridge_switches_user, ours, executor_)));
+                                                     options_.bridge_switches_user, ours, options_.cwd,
+                                                     executor_)));
                 }
             }
             if (ours && probed->exit_code == 127 && !uploaded) {

@@ -93,7 +93,9 @@ class docker_backend final : public backend {
             if (!streaming) {
                 cmd.insert(cmd.begin(), helper_in_container_);
             }
-            exec_spec spec{std::move(cmd), supervise_as_root_ ? "0" : subject_user_, {}, true};
+            // --cwd (Harbor's task workdir on the fast path) as `docker exec -w`: the helper reports it in
+            // hello, and the subject starts there.
+            exec_spec spec{std::move(cmd), supervise_as_root_ ? "0" : subject_user_, options_.cwd, true};
             std::string id;
             auto stream = co_await api_.exec(container_, std::move(spec), id);
             if (!stream) {

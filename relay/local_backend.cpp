@@ -23,6 +23,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/process/v2/environment.hpp>
 #include <boost/process/v2/process.hpp>
+#include <boost/process/v2/start_dir.hpp>
 #include <boost/process/v2/stdio.hpp>
 
 extern char** environ;
@@ -57,11 +58,13 @@ std::vector<std::string> helper_environment() {
 
 class local_session final : public helper_session {
   public:
+    // `cwd` empty: the relay's own working directory.
     local_session(const asio::any_io_executor& executor, const std::string& helper,
-                  const std::vector<std::string>& args)
+                  const std::vector<std::string>& args, const std::string& cwd)
         : stdin_(executor), stdout_(executor),
           process_(executor, helper, args, bp::process_stdio{stdin_, stdout_, {}},
-                   bp::process_environment(helper_environment())) {}
+                   bp::process_environment(helper_environment()),
+                   bp::process_start_dir(cwd.empty() ? std::string(".") : cwd)) {}
 
     ~local_session() override {
         boost::system::error_code ignored;
@@ -116,9 +119,9 @@ class local_session final : public helper_session {
 class local_backend final : public backend {
   public:
     local_backend(asio::any_io_executor executor, std::string helper, std::filesystem::path work,
-                  std::string user)
+                  std::string user, std::string cwd)
         : executor_(std::move(executor)), helper_(std::move(helper)), work_(std::move(work)),
-          user_(std::move(user)) {}
+          user_(std::move(user)), cwd_(std::move(cwd)) {}
 
     std::string describe() const override { return "local (" + work_.string() + ")"; }
     bool is_host() const override { return true; }
@@ -131,7 +134,7 @@ class local_backend final : public backend {
             if (!user_.empty()) {
                 args.insert(args.end(), {"--user", user_});
             }
-            co_return std::make_unique<local_session>(executor_, helper_, args);
+            co_return std::make_unique<local_session>(executor_, helper_, args, cwd_);
         } catch (const std::exception& error) {
             co_return relay_error{relay_errc::environment, "cannot start " + helper_ + ": " + error.what()};
         }
@@ -175,6 +178,7 @@ class local_backend final : public backend {
     std::string helper_;
     std::filesystem::path work_;
     std::string user_;
+    std::string cwd_;
 };
 
 } // namespace
@@ -207,8 +211,8 @@ make_local_backend(const common_options& options, asio::any_io_executor executor
                            "cannot create " + (work / "agent").string() + ": " + ec.message()};
     }
     std::filesystem::permissions(work / "agent", std::filesystem::perms::owner_all, ec);
-    return std::unique_ptr<backend>(
-        std::make_unique<local_backend>(std::move(executor), std::move(*helper), work, options.user));
+    return std::unique_ptr<backend>(std::make_unique<local_backend>(std::move(executor), std::move(*helper),
+                                                                    work, options.user, options.cwd));
 }
 
 } // namespace maka_eval::relay

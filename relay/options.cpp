@@ -44,6 +44,9 @@ options (both modes):
   --kill-grace-ms N         KILL before giving up when settling (10000)
   --helper PATH             maka-eval-helper to use (default: beside this binary, or on PATH)
   --work-dir DIR            local backend: where the scope file and artifacts go (default: a new temp dir)
+  --cwd DIR                 the subject's working directory, absolute (docker exec -w; bridge: the runner's
+                            exec cwd; local: the helper's). Default: the image's WORKDIR, the runner's default
+                            (Harbor: the task's workdir), this process's own. `ready` reports it as cwd
   --policy-sidecar NAME     egress: the service holding the network policy (harbor-docker-egress-control-sidecar)
   --compose-project P [--compose-service S]   docker: the container of compose service S (main) of project P
   --helper-in-container PATH                  docker, bridge: use a helper already there instead of uploading one
@@ -156,6 +159,12 @@ boost::system::result<bool, relay_error> common_option(std::span<const std::stri
         if (name == "--compose-project") {
             out.backend = backend_kind::docker;
         }
+    } else if (name == "--cwd") {
+        const auto v = value();
+        if (!v || v->empty() || v->front() != '/' || v->find('\0') != std::string_view::npos) {
+            return relay_error{relay_errc::usage, "--cwd takes an absolute directory"};
+        }
+        out.cwd = *v;
     } else if (name == "--docker-host") {
         const auto v = value();
         if (!v || v->empty()) {

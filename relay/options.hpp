@@ -32,6 +32,7 @@ struct common_options {
     std::string container;   // docker: the container (name or id) of --env docker:CONTAINER
     std::string helper_path; // empty: next to the relay binary, then the build tree, then PATH
     std::string work_dir;    // local backend: where scope and artifacts go (empty: a new temp dir)
+    std::string cwd;         // the subject's working directory (empty: the environment's own default)
     std::uint32_t term_grace_ms = 20000;
     std::uint32_t kill_grace_ms = 10000;
     std::int64_t teardown_timeout_ms = 110000;

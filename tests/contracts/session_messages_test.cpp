@@ -128,4 +128,18 @@ TEST_CASE("an output line built directly is the line the generic serializer buil
     CHECK(serialize(full).size() <= 4096U);
 }
 
+TEST_CASE(
+    "an error's message is cut short on the wire, whatever it quotes (runners read lines under 64 KiB)") {
+    // A spawn failure quotes argv[0], which the orchestrator may make up to a control line long.
+    const std::string line =
+        serialize(error_message{helper_fault::spawn_failed, "cannot execute " + std::string(200000, '\x01')});
+    CHECK(line.size() < 32 * 1024);
+    const auto back = parse_session_message(line);
+    REQUIRE(back.has_value());
+    const auto& error = std::get<error_message>(*back);
+    CHECK(error.code == helper_fault::spawn_failed);
+    CHECK(error.message.starts_with("cannot execute \x01"));
+    CHECK(error.message.ends_with(" bytes cut)"));
+}
+
 } // namespace

@@ -63,4 +63,15 @@ TEST_CASE("code points decode from valid UTF-8") {
     CHECK(pos == text.size());
 }
 
+TEST_CASE("shorten_text keeps what fits and cuts the rest at a character boundary, saying how much") {
+    CHECK(shorten_text("short", 5) == "short");
+    CHECK(shorten_text("abcdef", 3) == "abc\xe2\x80\xa6 (3 bytes cut)");
+    // "é" is two bytes: a cut after its first byte backs up to before it, never splitting it.
+    const std::string cut = shorten_text("a\xc3\xa9z", 2);
+    CHECK(cut == "a\xe2\x80\xa6 (3 bytes cut)");
+    CHECK(is_valid_utf8(cut));
+    const std::string long_text(100000, 'x');
+    CHECK(shorten_text(long_text, 4096).size() < 4200);
+}
+
 } // namespace

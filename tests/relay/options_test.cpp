@@ -44,6 +44,16 @@ TEST_CASE("--env chooses the backend, and docker names its container") {
     CHECK(compose->common.compose_project == "p0");
 }
 
+TEST_CASE("--cwd names the subject's working directory, absolute only") {
+    const auto given = run_with({"--env", "docker:c", "--cwd", "/srv/task"});
+    REQUIRE(given.has_value());
+    CHECK(given->common.cwd == "/srv/task");
+    CHECK(run_with({})->common.cwd.empty()); // the environment's own default
+    for (const std::string_view bad : {"srv/task", ""}) {
+        CHECK(error_of({"--cwd", bad}) == "--cwd takes an absolute directory");
+    }
+}
+
 TEST_CASE("a malformed or conflicting backend choice is a usage error that says what to give") {
     CHECK(error_of({"--env", "docker:"}) == "--env takes local, docker:CONTAINER or bridge");
     CHECK(error_of({"--env", "kubernetes:x"}) == "--env takes local, docker:CONTAINER or bridge");
