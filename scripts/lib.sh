@@ -38,6 +38,23 @@ build_preset() {
   cmake --build --preset "$preset" ${1:+--target "$@"}
 }
 
+# debian_mirror — the Debian archive this machine's apt uses for bookworm (deb822 sources first, then the
+# one-line format); never a host name of our own.
+debian_mirror() {
+  local uri
+  uri=$(awk 'tolower($1) == "uris:" {u = $2} tolower($1) == "suites:" && / bookworm( |$)/ && u {print u; exit}
+             /^$/ {u = ""}' /etc/apt/sources.list.d/*.sources 2>/dev/null)
+  if [ -z "$uri" ]; then
+    uri=$(awk '$1 == "deb" && $0 ~ / bookworm / {for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) {print $i; exit}}' \
+      /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | head -1)
+  fi
+  if [ -z "$uri" ]; then
+    echo "no Debian bookworm archive in this machine's apt sources" >&2
+    return 1
+  fi
+  echo "$uri"
+}
+
 # clean_image — a minimal Debian 12 image (debootstrap, no registry needed), made once and cached as
 # maka-eval-clean:bookworm; prints its name. Needs a running engine and the Debian mirror.
 clean_image() {
@@ -46,7 +63,7 @@ clean_image() {
     ensure_packages debootstrap
     rootfs=$(mktemp -d /var/tmp/maka-clean-XXXXXX)
     say "debootstrap a minimal bookworm (once)"
-    if ! debootstrap --variant=minbase bookworm "$rootfs" http://deb.debian.org/debian >/dev/null; then
+    if ! debootstrap --variant=minbase bookworm "$rootfs" "$(debian_mirror)" >/dev/null; then
       rm -rf "$rootfs"
       return 1
     fi
