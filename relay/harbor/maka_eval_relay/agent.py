@@ -50,6 +50,8 @@ STOP_MARGIN_SEC = 15.0
 OUTPUT_LIMIT = 4 * 1024 * 1024
 REQUEST_LINE_LIMIT = 1024 * 1024
 LOG_LINE_LIMIT = 1024 * 1024
+# The relay's log kept for maka-eval-relay.log (a trial's log is a few KiB; this bounds a runaway).
+LOG_FILE_LIMIT = 16 * 1024 * 1024
 # After the relay vanished: how long its abandon command and the exec it abandoned may take.
 ABANDON_SEC = 90.0
 
@@ -105,6 +107,15 @@ class RelayAgentCore:
         super().__init__(*args, **kwargs)
         if not isinstance(teardown_timeout_ms, int) or teardown_timeout_ms <= 0:
             raise RuntimeError("Maka Eval teardown timeout is invalid")
+        if not isinstance(relay_token, str) or not relay_token:
+            # Harbor JSON-parses --ak values: a token such as 12e34 arrives as a float, 0123 fails to parse.
+            raise RuntimeError(
+                f"the relay_token agent kwarg must be a non-empty string, not {type(relay_token).__name__}: "
+                "quote it so the runner does not read it as a number (--ak 'relay_token=\"12e34\"')")
+        # Harbor's factory passes extra_env; the task's per-exec overlay (_merge_env) carries it to the
+        # subject. Pier's BaseAgent drops it (its agents' variables come from agent_process_env()).
+        extra_env = kwargs.get("extra_env")
+        self._extra_env = {str(k): str(v) for k, v in extra_env.items()} if isinstance(extra_env, dict) else {}
         self._host = relay_host
         self._port = relay_port
         self._token = relay_token
@@ -124,8 +135,14 @@ class RelayAgentCore:
     async def setup(self, environment: Any) -> None:
         return None
 
+    def _logger(self) -> Any:
+        """The runner's logger (Harbor's ``self.logger`` is what reaches the trial's trial.log), else ours."""
+        logger = getattr(self, "logger", None)
+        return logger if callable(getattr(logger, "info", None)) else _log
+
     async def run(self, instruction: str, environment: Any, context: Any) -> None:
         binary = locate_relay(self._relay_binary)
+        log = self._logger()
         argv = [binary, "connect", "--host", str(self._host), "--port", str(self._port),
                 "--teardown-timeout-ms", str(self._teardown_ms), "--log-format", "json"]
         if self._helper_binary:
@@ -136,9 +153,9 @@ class RelayAgentCore:
         if self._docker_fast_path and self.framework == "harbor":
             direct, why = await asyncio.to_thread(docker_target, environment)
             if direct:
-                _log.info("maka-eval-relay: Docker fast path: %s", why)
+                log.info("maka-eval-relay: Docker fast path: %s", why)
             else:
-                _log.info("maka-eval-relay: through the environment object (the bridge): %s", why)
+                log.info("maka-eval-relay: through the environment object (the bridge): %s", why)
         ours = theirs = None
         if direct:
             argv += direct
@@ -153,7 +170,7 @@ class RelayAgentCore:
                 # rather than learn from a failing probe that it is missing.
                 argv += ["--bridge-fresh"]
         # The task's environment goes on a pipe, never on a command line; the relay reads it at start.
-        task_env = task_environment(environment)
+        task_env = task_environment(environment, self._extra_env)
         env_read = env_write = None
         if task_env:
             env_read, env_write = os.pipe()
@@ -194,9 +211,9 @@ class RelayAgentCore:
         if env_write is not None:
             payload = json.dumps(task_env).encode()
             await asyncio.to_thread(_write_and_close, env_write, payload)
-        bridge = _Bridge(ours, environment, self.framework) if ours else None
+        bridge = _Bridge(ours, environment, self.framework, log) if ours else None
         serving = asyncio.create_task(bridge.serve()) if bridge else None
-        following = asyncio.create_task(self._follow(process.stderr, forget_instruction))
+        following = asyncio.create_task(self._follow(process.stderr, forget_instruction, log))
         try:
             try:
                 code = await process.wait()
@@ -217,16 +234,16 @@ class RelayAgentCore:
                 except asyncio.CancelledError:
                     cancelled = True
                 except asyncio.TimeoutError:
-                    _log.warning("maka-eval-relay: the bridge or log reader did not finish within %.0f s", budget)
+                    log.warning("maka-eval-relay: the bridge or log reader did not finish within %.0f s", budget)
                 except Exception:  # never lost: the trial goes on, but the failure is in the runner's log
-                    _log.exception("maka-eval-relay: the bridge or log reader failed")
+                    log.exception("maka-eval-relay: the bridge or log reader failed")
                 task.cancel()
             if cancelled:
                 raise asyncio.CancelledError()
         # Transport loss after connecting returns, as in the original; failing to connect at all raised there.
         if code == EXIT_SUCCESS or (code == EXIT_TRANSPORT_LOST and "connected" in phases):
             if code == EXIT_TRANSPORT_LOST:
-                _log.warning("maka-eval-relay: %s", errors[-1] if errors else "transport lost")
+                log.warning("maka-eval-relay: %s", errors[-1] if errors else "transport lost")
             return None
         final = errors[-1] if errors else f"maka-eval-relay exited with status {code}"
         detail = "; ".join(errors[:-1])
@@ -245,17 +262,16 @@ class RelayAgentCore:
             with contextlib.suppress(BaseException):
                 await asyncio.shield(process.wait())
 
-    async def _follow(self, stream: asyncio.StreamReader, on_first: Callable[[], None]) -> tuple[list[str], set[str]]:
-        """Copies the relay's JSON phase log to the agent's log directory; returns its error messages and
-        the phases it went through."""
+    async def _follow(self, stream: asyncio.StreamReader, on_first: Callable[[], None],
+                      log: Any) -> tuple[list[str], set[str]]:
+        """Reads the relay's JSON phase log into the runner's log; returns its error messages and the phases it
+        went through. The log file (``maka-eval-relay.log`` in the agent's log directory) is written once
+        the relay has exited, when the subject has been settled: under Harbor that directory is the
+        container's /logs/agent (mode 777), which a subject could read and rewrite while it runs."""
         errors: list[str] = []
         phases: set[str] = set()
-        sink = None
-        logs_dir = getattr(self, "logs_dir", None)
-        if logs_dir is not None:
-            with contextlib.suppress(OSError):
-                Path(logs_dir).mkdir(parents=True, exist_ok=True)
-                sink = open(Path(logs_dir) / "maka-eval-relay.log", "ab")
+        kept: list[bytes] = []
+        size = 0
         try:
             first = True
             while True:
@@ -268,8 +284,9 @@ class RelayAgentCore:
                 if first:
                     on_first()  # the relay has read its options, the instruction file among them
                     first = False
-                if sink is not None:
-                    sink.write(line)
+                if size + len(line) <= LOG_FILE_LIMIT:
+                    kept.append(line)
+                    size += len(line)
                 text = line.decode("utf-8", "replace").rstrip("\n")
                 try:
                     entry = json.loads(text)
@@ -280,13 +297,33 @@ class RelayAgentCore:
                 phases.add(str(entry.get("phase")))
                 if entry.get("level") == "error":
                     errors.append(str(entry.get("message", text)))
-                    _log.error("maka-eval-relay: %s", entry.get("message", text))
+                    log.error("maka-eval-relay: %s", entry.get("message", text))
                 else:
-                    _log.info("maka-eval-relay: %s", text)
+                    log.info("maka-eval-relay: %s", text)
         finally:
-            if sink is not None:
-                sink.close()
+            logs_dir = getattr(self, "logs_dir", None)
+            if logs_dir is not None:
+                try:
+                    _publish(Path(logs_dir), "maka-eval-relay.log", b"".join(kept))
+                except OSError as error:
+                    log.warning("maka-eval-relay: cannot write its log into %s: %s", logs_dir, error)
         return errors, phases
+
+
+def _publish(directory: Path, name: str, data: bytes) -> None:
+    """``data`` as ``directory/name``, a fresh file renamed into place: whatever a subject planted under that
+    name (a symlink to a host file, a FIFO) is replaced, never followed or opened."""
+    directory.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{name}.", dir=directory)  # O_EXCL: a fresh inode
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, directory / name)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 _served: "weakref.WeakSet[Any]" = weakref.WeakSet()
@@ -321,14 +358,23 @@ def compose_project_name(session_id: str) -> str:
     return name if re.match(r"[a-z0-9]", name) else "0" + name
 
 
-def task_environment(environment: Any) -> dict[str, str]:
-    """The task's environment as the runner merges it into every exec (``_merge_env``; older runners keep
-    ``_persistent_env`` only); empty when the environment has none."""
+def task_environment(environment: Any, overlay: dict[str, str] | None = None) -> dict[str, str]:
+    """What the runner gives an agent's processes: the task's environment merged as the runner merges it into
+    every exec (``_merge_env`` with ``overlay``, Harbor's ``extra_env``, on top; older runners keep
+    ``_persistent_env`` only), then what ``agent_process_env()`` adds (Pier: under its filtered egress, the
+    proxy settings, which reach agents no other way). Empty when there is none."""
     merge = getattr(environment, "_merge_env", None)
-    merged = merge(None) if callable(merge) else getattr(environment, "_persistent_env", None)
-    if not isinstance(merged, dict):
-        return {}
-    return {str(k): str(v) for k, v in merged.items() if v is not None}
+    if callable(merge):
+        merged = merge(dict(overlay) if overlay else None)
+    else:
+        merged = {**(getattr(environment, "_persistent_env", None) or {}), **(overlay or {})}
+    out = {str(k): str(v) for k, v in merged.items() if v is not None} if isinstance(merged, dict) else {}
+    agent_env = getattr(environment, "agent_process_env", None)
+    if callable(agent_env):
+        extra = agent_env()
+        if isinstance(extra, dict):
+            out.update({str(k): str(v) for k, v in extra.items() if v is not None})
+    return out
 
 
 class _Engine:
@@ -453,6 +499,10 @@ def docker_target(environment: Any) -> tuple[list[str] | None, str]:
     except (OSError, ValueError) as error:
         return None, str(error)
     argv = ["--env", f"docker:{container}"]
+    # Harbor's exec runs in cwd or task_env_config.workdir: the subject starts, and `ready` reports, there.
+    workdir = getattr(getattr(environment, "task_env_config", None), "workdir", None)
+    if isinstance(workdir, str) and workdir.startswith("/"):
+        argv += ["--cwd", workdir]
     user = getattr(environment, "default_user", None)
     if user is not None and str(user) != "":
         argv += ["--user", str(user)]
@@ -487,7 +537,8 @@ def _exec_reply(result: Any) -> dict[str, Any]:
 class _Bridge:
     """Serves the relay's requests on the environment; requests overlap and are answered by id."""
 
-    def __init__(self, sock: socket.socket, environment: Any, framework: str):
+    def __init__(self, sock: socket.socket, environment: Any, framework: str, log: Any = _log):
+        self._log = log
         self._sock = sock
         self._env = environment
         self._framework = framework
@@ -510,7 +561,7 @@ class _Bridge:
                     request = json.loads(line)
                     key = request["id"]
                 except (ValueError, TypeError, KeyError):
-                    _log.error("maka-eval-relay sent an unreadable bridge request")
+                    self._log.error("maka-eval-relay sent an unreadable bridge request")
                     continue
                 task = asyncio.create_task(self._answer(request))
                 self._pending[key] = (task, request)
@@ -530,7 +581,7 @@ class _Bridge:
                 continue
             command = request.get("onAbandon")
             if command and not task.done():
-                _log.warning("maka-eval-relay left a run in flight: settling it")
+                self._log.warning("maka-eval-relay left a run in flight: settling it")
                 with contextlib.suppress(Exception):
                     # As the run itself ran (root under a root supervisor): the cancel must reach it.
                     abandon = {"command": command, "timeoutSec": 60, "user": request.get("user")}
@@ -583,7 +634,7 @@ class _Bridge:
             elif not self._warned_user:
                 # Then the default user must be root for the helper's install and root steps to succeed;
                 # if it is not, they fail with the command's own error.
-                _log.warning("this environment's exec takes no user: root steps run as the default user")
+                self._log.warning("this environment's exec takes no user: root steps run as the default user")
                 self._warned_user = True
         return _exec_reply(await self._env.exec(request["command"], **kwargs))
 

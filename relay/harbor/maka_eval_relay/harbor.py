@@ -1,4 +1,4 @@
-"""The relay agent for Harbor: ``--agent-import-path maka_eval_relay.harbor:RelayAgent``."""
+"""The relay agent for Harbor: ``harbor run --agent maka_eval_relay.harbor:RelayAgent`` (``--agent-import-path`` is deprecated in Harbor 0.20)."""
 
 from harbor.agents.base import BaseAgent
 

@@ -1,15 +1,23 @@
 """Stand-in trial-runner environments on a real Docker engine, with the shape of the real classes.
 
-``DockerEnvironment`` has what Harbor's has (DESIGN.md, "The real Harbor") and nothing it lacks: no container
-attribute. ``environment_name``, ``session_id``, ``default_user`` (every exec without ``user=`` runs as it),
-``_persistent_env`` merged into every exec by ``_merge_env``, ``type()`` (EnvironmentType.DOCKER),
-``is_mounted``. Its container is the compose project's service ``main``: the project is ``session_id``
-sanitized as Harbor does, and the container carries the compose labels (``start_compose_container``). An exec
-is ``docker exec [-w] [-e K=V]… [-u U] CONTAINER bash -c CMD`` with stdin at /dev/null and stderr merged into
-stdout, as ``compose exec`` is; ``upload_file`` is ``docker cp`` (root-owned, mode kept; the parent must
-exist); ``service_exec`` runs in a named sidecar; ``stop(delete=True)`` removes the container. The task
-image is BusyBox-only, with ``bash`` a shim over BusyBox ``sh``. ``PierDockerEnvironment`` is Pier-shaped
-(the older Pier): the same attributes, but ``exec`` takes no ``user=`` and there is no ``service_exec``.
+``DockerEnvironment`` has what Harbor 0.20's has (DESIGN.md, "The real Harbor and Pier") and nothing it
+lacks: no container attribute, no ``is_mounted`` (``capabilities.mounted``). ``environment_name``,
+``session_id``, ``default_user`` (every exec without ``user=`` runs as it), ``_persistent_env`` merged into
+every exec by ``_merge_env`` (with the exec's own ``env`` as overlay), ``type()`` (EnvironmentType.DOCKER),
+``task_env_config`` (its ``workdir`` is every exec's cwd unless the exec names one). Its container is the
+compose project's service ``main``: the project is ``session_id`` sanitized as Harbor does, and the container
+carries the compose labels (``start_compose_container``). An exec is ``docker exec [-w] [-e K=V]… [-u U]
+CONTAINER bash -c CMD`` with stdin at /dev/null and stderr merged into stdout, as ``compose exec`` is; its
+output is read line by line under Harbor's 64 KiB line limit (the trial registers log callbacks, so a longer
+line makes ``exec`` raise); a timeout is TERM, 5 s, KILL of the client and ``RuntimeError("Command timed out
+after N seconds")`` while the process in the container runs on; a cancelled exec leaves the client running.
+``upload_file`` is ``docker cp`` (root-owned, mode kept), and to a missing directory a root ``mkdir -p``
+first (Harbor's tar fallback); ``service_exec`` runs in a named sidecar; ``stop(delete=True)`` removes the
+container and never raises. The task image is BusyBox-only, with ``bash`` a shim over BusyBox ``sh``.
+
+``PierDockerEnvironment`` is Pier 0.3's: the same exec (``user=`` included: Pier passes ``-u`` too), no
+``service_exec``, ``/logs/artifacts`` root 755, and ``agent_process_env()``: the variables Pier gives its
+agents' processes (under its filtered egress, the proxy settings).
 """
 
 from __future__ import annotations
@@ -51,21 +59,25 @@ def compose_project(session_id: str) -> str:
     return re.sub(r"[^a-z0-9_-]", "-", name)
 
 
-def start_compose_container(session_id: str, *run_args: str) -> str:
-    """The container ``docker compose -p <project> up`` would make for service ``main``, as Harbor's
-    ``start()`` leaves it: /logs/agent and /logs/verifier mode 777, /logs/artifacts a root-owned 755
-    directory (Harbor bind-mounts a host directory owned by whoever runs it)."""
+def start_compose_container(session_id: str, *run_args: str, artifacts_mode: str = "777") -> str:
+    """The container ``docker compose -p <project> up`` would make for service ``main``, as the runner's
+    ``start()`` leaves it: /logs/agent and /logs/verifier mode 777, /logs/artifacts root-owned with
+    ``artifacts_mode`` (777 in Harbor 0.20, 755 in Pier)."""
     project = compose_project(session_id)
     name = start_container("--label", f"com.docker.compose.project={project}",
                            "--label", "com.docker.compose.service=main", *run_args)
     docker("exec", "-u", "0", name, "sh", "-c",
            "mkdir -p /logs/agent /logs/verifier /logs/artifacts && chmod 777 /logs/agent /logs/verifier && "
-           "chown 0:0 /logs/artifacts && chmod 755 /logs/artifacts")
+           f"chown 0:0 /logs/artifacts && chmod {artifacts_mode} /logs/artifacts")
     return name
 
 
 def remove_container(name: str) -> None:
     docker("rm", "-f", name, check=False)
+
+
+# Harbor's exec reads the client's output with asyncio's default stream limit when log callbacks are set.
+LINE_LIMIT = 64 * 1024
 
 
 async def _docker(*args: str, timeout_sec: float | None = None) -> ExecResult:
@@ -74,31 +86,61 @@ async def _docker(*args: str, timeout_sec: float | None = None) -> ExecResult:
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
+        limit=LINE_LIMIT,
     )
-    try:
-        out, _ = await asyncio.wait_for(process.communicate(), timeout_sec)
-    except BaseException:
-        # Cancelled or timed out: the docker client goes, as Harbor's does (the exec'd process stays).
-        process.kill()
+
+    async def lines() -> bytes:
+        out = bytearray()
+        while True:
+            line = await process.stdout.readline()  # a line over the limit raises ValueError, as in Harbor
+            if not line:
+                break
+            out += line
         await process.wait()
-        raise
-    return ExecResult(stdout=out.decode("utf-8", "replace"), stderr=None, return_code=process.returncode)
+        return bytes(out)
+
+    try:
+        out = await asyncio.wait_for(lines(), timeout_sec)
+    except asyncio.TimeoutError:
+        # Harbor: TERM to the client, 5 s, KILL; the process in the container is not touched.
+        process.terminate()
+        try:
+            await asyncio.wait_for(process.wait(), 5)
+        except asyncio.TimeoutError:
+            process.kill()
+            await process.wait()
+        raise RuntimeError(f"Command timed out after {timeout_sec} seconds") from None
+    # Cancelled: the client is left running, as Harbor 0.20 leaves it.
+    return ExecResult(stdout=out.decode("utf-8", "replace"), stderr=None, return_code=process.returncode or 0)
 
 
 class EnvironmentType(str, Enum):
     DOCKER = "docker"
 
 
+@dataclass
+class EnvironmentConfig:
+    """The part of the task's ``[environment]`` table the adapter meets (harbor.models.task.config)."""
+    workdir: str | None = None
+
+
+@dataclass
+class Capabilities:
+    mounted: bool = True
+
+
 class DockerEnvironment:
     """Harbor-shaped (harbor.environments.docker.DockerEnvironment). ``calls`` is the test's record."""
 
     def __init__(self, session_id: str, environment_name: str = "task", default_user: str | int | None = None,
-                 persistent_env: dict[str, str] | None = None, sidecars: dict[str, str] | None = None):
+                 persistent_env: dict[str, str] | None = None, sidecars: dict[str, str] | None = None,
+                 workdir: str | None = None):
         self.environment_name = environment_name
         self.session_id = session_id
         self.default_user = default_user
+        self.task_env_config = EnvironmentConfig(workdir=workdir)
+        self.capabilities = Capabilities(mounted=True)
         self._persistent_env = dict(persistent_env or {})
-        self.is_mounted = True
         self.__sidecars = dict(sidecars or {})
         self.__container: str | None = None
         self.calls: list[str] = []
@@ -126,6 +168,7 @@ class DockerEnvironment:
                    timeout_sec: int | None = None, user: str | int | None = None) -> ExecResult:
         self.calls.append("exec")
         args = ["exec"]
+        cwd = cwd or self.task_env_config.workdir
         if cwd:
             args += ["-w", cwd]
         for key, value in (self._merge_env(env) or {}).items():
@@ -137,7 +180,12 @@ class DockerEnvironment:
 
     async def upload_file(self, source_path: Path | str, target_path: str) -> None:
         self.calls.append("upload_file")
-        result = await _docker("cp", str(source_path), f"{self._service_main()}:{target_path}")
+        container = self._service_main()
+        parent = os.path.dirname(target_path) or "/"
+        if docker("exec", "-u", "0", container, "test", "-d", parent, check=False).returncode != 0:
+            # Harbor's fallback for a missing directory: tar through a root shell that makes it first.
+            docker("exec", "-u", "0", container, "mkdir", "-p", parent)
+        result = await _docker("cp", str(source_path), f"{container}:{target_path}")
         if result.return_code != 0:
             raise RuntimeError(f"docker compose cp failed: {result.stdout}")
 
@@ -149,27 +197,40 @@ class DockerEnvironment:
 
     async def stop(self, delete: bool) -> None:
         self.calls.append("stop")
-        container = self._service_main()
-        await _docker("rm", "-f", container) if delete else await _docker("stop", container)
+        try:
+            container = self._service_main()
+            await _docker("rm", "-f", container) if delete else await _docker("stop", container)
+        except Exception:  # Harbor's stop logs and never raises
+            pass
 
 
 class PierDockerEnvironment:
-    """Pier-shaped (the older Pier): exec without ``user=`` (always the default user), no ``service_exec``."""
+    """Pier-shaped (pier.environments.docker): Harbor's exec, ``user=`` included; no ``service_exec``;
+    ``agent_process_env()`` with what Pier gives agent processes (``agent_env``: under filtered egress, its
+    proxy settings)."""
 
     def __init__(self, session_id: str, default_user: str | int | None = None,
-                 persistent_env: dict[str, str] | None = None):
-        self.__inner = DockerEnvironment(session_id, default_user=default_user, persistent_env=persistent_env)
+                 persistent_env: dict[str, str] | None = None, workdir: str | None = None,
+                 agent_env: dict[str, str] | None = None):
+        self.__inner = DockerEnvironment(session_id, default_user=default_user, persistent_env=persistent_env,
+                                         workdir=workdir)
         self.session_id = session_id
         self.default_user = default_user
+        self.task_env_config = self.__inner.task_env_config
+        self.capabilities = self.__inner.capabilities
         self._persistent_env = self.__inner._persistent_env
+        self.__agent_env = dict(agent_env or {})
         self.calls = self.__inner.calls
 
     def _merge_env(self, env: dict[str, str] | None) -> dict[str, str] | None:
         return self.__inner._merge_env(env)
 
+    def agent_process_env(self) -> dict[str, str]:
+        return dict(self.__agent_env)
+
     async def exec(self, command: str, cwd: str | None = None, env: dict[str, str] | None = None,
-                   timeout_sec: int | None = None) -> ExecResult:
-        return await self.__inner.exec(command, cwd=cwd, env=env, timeout_sec=timeout_sec)
+                   timeout_sec: int | None = None, user: str | int | None = None) -> ExecResult:
+        return await self.__inner.exec(command, cwd=cwd, env=env, timeout_sec=timeout_sec, user=user)
 
     async def upload_file(self, source_path: Path | str, target_path: str) -> None:
         await self.__inner.upload_file(source_path, target_path)

@@ -16,6 +16,7 @@ import base64
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import shutil
 import signal
@@ -85,7 +86,7 @@ class Untouchable:
     """An environment whose every operation fails the test when called (reading attributes is allowed)."""
 
     def __getattr__(self, name):
-        if name.startswith("_"):
+        if name.startswith("_") or name == "agent_process_env":  # Harbor-like: no Pier accessor
             raise AttributeError(name)
 
         def used(*args, **kwargs):
@@ -130,6 +131,12 @@ class UnitTest(unittest.TestCase):
             with self.assertRaisesRegex(RuntimeError, "^Maka Eval teardown timeout is invalid$"):
                 self.agent(teardown_timeout_ms=bad)
         self.agent(teardown_timeout_ms=True)  # a bool is an int, as in the original
+
+    def test_a_relay_token_that_is_not_a_string_is_a_clear_error(self):
+        # Harbor JSON-parses agent kwargs: --ak relay_token=12e34 arrives as the float 1.2e+35.
+        for bad in (12e34, 1234, None, ""):
+            with self.assertRaisesRegex(RuntimeError, "relay_token agent kwarg must be a non-empty string"):
+                self.agent(relay_token=bad)
 
     def test_a_missing_relay_binary_is_a_clear_error_before_any_environment_call(self):
 
@@ -385,28 +392,52 @@ class BridgeFollowTest(unittest.TestCase):
 
 
 class Trial:
-    """One container, one orchestrator double, one agent."""
+    """One container, one orchestrator double, one agent, and the trial's logger (``trial_log()``: what the
+    runner's trial.log holds)."""
 
     def __init__(self, test: unittest.TestCase, module, script: str, *orchestrator_args: str,
                  run_args: tuple[str, ...] = (), fast_path: bool = False, teardown_ms: int = 30000,
                  default_user: str | None = None, task_env: dict[str, str] | None = None,
-                 sidecars: dict[str, str] | None = None):
+                 sidecars: dict[str, str] | None = None, workdir: str | None = None,
+                 agent_env: dict[str, str] | None = None, extra_env: dict[str, str] | None = None,
+                 mount_logs: bool = False):
         self.token = "adapter-token-" + uuid.uuid4().hex
         # As Harbor names them ("<task>__<trial id>"): upper case and dots exercise the project sanitizing.
         self.session_id = f"Maka.Task__{uuid.uuid4().hex[:8].upper()}"
-        self.container = environments.start_compose_container(self.session_id, *run_args)
-        test.addCleanup(environments.remove_container, self.container)
-        self.orchestrator = Orchestrator(self.token, script, *orchestrator_args)
-        test.addCleanup(self.orchestrator.close)
         self.logs = Path(tempfile.mkdtemp())
         test.addCleanup(shutil.rmtree, self.logs, True)
+        if mount_logs:  # as the runners do: the agent's logs_dir is the container's /logs/agent
+            run_args = ("-v", f"{self.logs}:/logs/agent", *run_args)
+        # /logs/artifacts as each runner leaves it: 777 in Harbor 0.20, root 755 in Pier.
+        self.container = environments.start_compose_container(
+            self.session_id, *run_args, artifacts_mode="777" if module is harbor_agent else "755")
+        test.addCleanup(environments.remove_container, self.container)
+        if workdir:
+            self.sh(f"mkdir -p {workdir}")
+        self.orchestrator = Orchestrator(self.token, script, *orchestrator_args)
+        test.addCleanup(self.orchestrator.close)
         self.env = (DockerEnvironment(self.session_id, default_user=default_user, persistent_env=task_env,
-                                      sidecars=sidecars) if module is harbor_agent
-                    else PierDockerEnvironment(self.session_id, default_user=default_user, persistent_env=task_env))
+                                      sidecars=sidecars, workdir=workdir) if module is harbor_agent
+                    else PierDockerEnvironment(self.session_id, default_user=default_user, persistent_env=task_env,
+                                               workdir=workdir, agent_env=agent_env))
+        self.trial_log_path = Path(tempfile.mkdtemp()) / "trial.log"
+        test.addCleanup(shutil.rmtree, self.trial_log_path.parent, True)
+        logger = logging.getLogger(f"harbor.trial.{self.session_id}")
+        logger.setLevel(logging.DEBUG)
+        handler = logging.FileHandler(self.trial_log_path)
+        logger.addHandler(handler)
+        test.addCleanup(logger.removeHandler, handler)
+        test.addCleanup(handler.close)
+        extra = {"extra_env": extra_env} if extra_env is not None else {}
         self.agent = module.RelayAgent(
-            logs_dir=self.logs, model_name="m", relay_host="127.0.0.1", relay_port=self.orchestrator.port,
-            relay_token=self.token, teardown_timeout_ms=teardown_ms, relay_binary=RELAY,
-            helper_binary=HELPER, docker_fast_path=fast_path)
+            logs_dir=self.logs, model_name="m", logger=logger, relay_host="127.0.0.1",
+            relay_port=self.orchestrator.port, relay_token=self.token, teardown_timeout_ms=teardown_ms,
+            relay_binary=RELAY, helper_binary=HELPER, docker_fast_path=fast_path, **extra)
+
+    def trial_log(self) -> str:
+        for handler in logging.getLogger(f"harbor.trial.{self.session_id}").handlers:
+            handler.flush()
+        return self.trial_log_path.read_text()
 
     def run(self, instruction: str = "do the task"):
         return asyncio.run(self.agent.run(instruction, self.env, None))
@@ -597,6 +628,110 @@ class Scenarios:
             asyncio.run(t.kill_relay_when_running("sleep 3604"))
         self.assertTrue(t.no_process_soon("sleep 3604"))
 
+    def test_the_task_workdir_is_ready_cwd_and_the_subjects_directory(self):
+        # The runner's exec defaults to task_env_config.workdir; the bridge's probe and run take that default.
+        t = Trial(self, self.module, "pwd", workdir="/srv/task")
+        self.assertIsNone(t.run())
+        self.assertEqual(t.orchestrator.transcript()["ready"]["cwd"], "/srv/task")
+        self.assertEqual(t.sh("cat /logs/artifacts/maka-subject.stdout.txt").stdout, "/srv/task\n")
+        self.assertIn('"backend":"bridge', t.relay_log())
+
+    def test_a_loud_subject_keeps_every_line_the_runner_reads_under_64_kib(self):
+        # The stand-in's exec fails on any output line over 64 KiB, as Harbor's does with log callbacks set.
+        payload = "\x01" * 2048  # the largest payload, each byte escaped to six in the report's JSON
+        script = ("head -c 1048576 /dev/zero | tr '\\0' a; echo; head -c 61440 /dev/zero | tr '\\0' e >&2; "
+                  f"echo >&2; echo '{frame(payload)}'")
+        t = Trial(self, self.module, script)
+        self.assertIsNone(t.run())
+        executed = t.orchestrator.transcript()["executed"]
+        self.assertEqual((executed["termination"], executed["exitCode"]), ("exited", 0))
+        self.assertEqual(t.sh("wc -c < /logs/artifacts/maka-subject.stdout.txt").stdout.strip(),
+                         str(1048576 + 1 + len(frame(payload)) + 1))
+        self.assertEqual(t.sh("wc -c < /logs/artifacts/maka-subject.stderr.txt").stdout.strip(), "61441")
+        # The frame sits past the carrier's 64 KiB: the verdict is the original's for such output.
+        self.assertEqual(executed["diagnostic"]["category"], "result-frame-oversize")
+
+    def test_a_small_frame_after_a_long_stderr_line_is_decoded_on_the_bridge(self):
+        payload = "\x01" * 2048
+        script = f"head -c 61440 /dev/zero | tr '\\0' e >&2; echo >&2; echo '{frame(payload)}'"
+        t = Trial(self, self.module, script)
+        self.assertIsNone(t.run())
+        executed = t.orchestrator.transcript()["executed"]
+        self.assertEqual(executed["stdout"], payload)
+        self.assertEqual(executed["diagnostic"], {"category": "none"})
+
+    def test_the_runners_wait_for_around_a_term_ignoring_subject_ends_within_the_budget(self):
+        # Harbor's agent timeout is asyncio.wait_for around run(): the subject ignores TERM, so settling
+        # takes the TERM grace and a KILL, inside the 30 s teardown budget and without destroying anything.
+        t = Trial(self, self.module, "trap '' TERM; touch /tmp/trapped; sleep 3609", teardown_ms=30000)
+        timed_out_at: list[float] = []
+
+        async def harbor_trial():
+            run = asyncio.ensure_future(t.agent.run("do the task", t.env, None))
+            for _ in range(400):
+                if t.sh("test -e /tmp/trapped").returncode == 0:
+                    break
+                await asyncio.sleep(0.05)
+            try:
+                await asyncio.wait_for(asyncio.shield(run), timeout=0.5)
+            except asyncio.TimeoutError:
+                timed_out_at.append(time.monotonic())
+                run.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await run
+                raise
+
+        with self.assertRaises(asyncio.TimeoutError):
+            asyncio.run(harbor_trial())
+        self.assertLess(time.monotonic() - timed_out_at[0], 30)
+        self.assertEqual(t.orchestrator.transcript()["executed"]["termination"], "framework_timeout")
+        self.assertTrue(t.no_process_soon("sleep 3609", seconds=1))
+        self.assertNotIn("stop", t.env.calls)
+        self.assertEqual(t.sh("true").returncode, 0)  # the container is still there
+
+    def test_the_relay_log_is_out_of_the_subjects_reach(self):
+        # logs_dir is the container's /logs/agent (777): the log is written once the subject is settled,
+        # and a symlink the subject planted under its name is replaced, never followed to a host file.
+        host_dir = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, host_dir, True)
+        victim = host_dir / "host-file"
+        victim.write_text("untouched")
+        script = f"ls -a /logs/agent > /tmp/seen; ln -sf {victim} /logs/agent/maka-eval-relay.log"
+        t = Trial(self, self.module, script, mount_logs=True)
+        self.assertIsNone(t.run())
+        self.assertEqual(victim.read_text(), "untouched")
+        self.assertNotIn("maka-eval-relay.log", t.sh("cat /tmp/seen").stdout)
+        log = t.logs / "maka-eval-relay.log"
+        self.assertFalse(log.is_symlink())
+        self.assertIn('"phase":"executed"', log.read_text())
+
+    def _as_default_user(self, default_user: str | None, fast_path: bool, expected_ids: str, supervisor: str):
+        t = Trial(self, self.module, 'echo "$(id -u):$(id -g) $TASK_VAR $MODE $HOME"', "-e", "MODE=from-execute",
+                  fast_path=fast_path, default_user=default_user,
+                  task_env={"TASK_VAR": "from-task", "MODE": "from-task"})
+        self.assertIsNone(t.run())
+        self.assertEqual(t.orchestrator.transcript()["executed"]["exitCode"], 0)
+        home = "/tmp" if expected_ids.startswith("1000") else "/root"
+        self.assertEqual(t.sh("cat /logs/artifacts/maka-subject.stdout.txt").stdout,
+                         f"{expected_ids} from-task from-execute {home}\n")
+        self.assertIn(f'"supervisor":"{supervisor}"', t.relay_log())
+        self.assertIn('"backend":"docker' if fast_path else '"backend":"bridge', t.relay_log())
+        self.assertEqual(t.env.calls == [], fast_path)
+        # The task's values never reach a command line: only the relay's descriptor carried them.
+        self.assertNotIn("from-task", t.relay_log())
+
+    def test_a_non_root_subject_on_the_bridge_cannot_stop_its_supervisor_or_read_the_request(self):
+        script = ("kill -9 $PPID 2>/dev/null; kill -STOP $PPID 2>/dev/null; "
+                  "cat /.maka-eval-run-* 2>/dev/null | wc -c; echo done")
+        t = Trial(self, self.module, script, default_user="agent")
+        self.assertIsNone(t.run())
+        executed = t.orchestrator.transcript()["executed"]
+        self.assertEqual((executed["termination"], executed["exitCode"]), ("exited", 0))
+        self.assertEqual(t.sh("cat /logs/artifacts/maka-subject.stdout.txt").stdout, "0\ndone\n")
+        self.assertEqual(t.sh("ls -a / /tmp | grep maka-eval-run || true").stdout, "")
+        self.assertIn('"supervisor":"root"', t.relay_log())
+
+
 
 class HarborTest(Scenarios, unittest.TestCase):
     module = harbor_agent
@@ -635,32 +770,51 @@ class HarborTest(Scenarios, unittest.TestCase):
         self.assertEqual(t.orchestrator.transcript()["executed"]["stdout"], '{"fast":true}')
         self.assertEqual(t.env.calls, [])  # not one call through the environment object
         self.assertIn('"backend":"docker', t.relay_log())
+        self.assertIn("Docker fast path: compose project", t.trial_log())
         self.assertEqual(core.compose_project_name(t.session_id), environments.compose_project(t.session_id))
+
+    def test_the_stand_in_exec_fails_as_harbors_does_on_a_long_line_and_on_its_timeout(self):
+        # What the tests above rely on: a line over 64 KiB makes exec raise, one under it does not, and a
+        # timeout raises Harbor's RuntimeError while the command runs on in the container.
+        t = Trial(self, self.module, "exit 0", workdir="/srv/task")
+        result = asyncio.run(t.env.exec("head -c 61440 /dev/zero | tr '\\0' a; echo; pwd"))
+        self.assertEqual(result.stdout.splitlines()[1:], ["/srv/task"])
+        with self.assertRaises(ValueError):
+            asyncio.run(t.env.exec("head -c 70000 /dev/zero | tr '\\0' a"))
+        with self.assertRaisesRegex(RuntimeError, "^Command timed out after 1 seconds$"):
+            asyncio.run(t.env.exec("sleep 3611", timeout_sec=1))
+        self.assertIn("sleep 3611", t.processes())
+        self.assertFalse(hasattr(t.env, "is_mounted"))  # 0.20: capabilities.mounted
+        self.assertTrue(t.env.capabilities.mounted)
+        self.assertEqual(t.sh("stat -c %a /logs/artifacts").stdout.strip(), "777")
+
+    def test_the_task_workdir_is_ready_cwd_and_the_subjects_directory_on_the_fast_path(self):
+        t = Trial(self, self.module, "pwd", workdir="/srv/task", fast_path=True)
+        self.assertIsNone(t.run())
+        self.assertEqual(t.orchestrator.transcript()["ready"]["cwd"], "/srv/task")
+        self.assertEqual(t.sh("cat /logs/artifacts/maka-subject.stdout.txt").stdout, "/srv/task\n")
+        self.assertEqual(t.env.calls, [])
+        self.assertIn('"backend":"docker', t.relay_log())
+
+    def test_harbors_extra_env_reaches_the_subject_as_the_runners_merge_overlay(self):
+        t = Trial(self, self.module, 'echo "$EXTRA $TASK_VAR $MODE"', "-e", "MODE=from-execute", fast_path=True,
+                  task_env={"TASK_VAR": "from-task", "MODE": "from-task"},
+                  extra_env={"EXTRA": "from-extra", "TASK_VAR": "overlaid"})
+        self.assertIsNone(t.run())
+        self.assertEqual(t.sh("cat /logs/artifacts/maka-subject.stdout.txt").stdout,
+                         "from-extra overlaid from-execute\n")
+        self.assertNotIn("from-extra", t.relay_log())
 
     def test_without_its_container_the_fast_path_falls_back_to_the_bridge_and_says_why(self):
         t = Trial(self, self.module, "exit 0", fast_path=True)
         t.env.session_id = "Another__Session"  # no compose project of that name runs
         t.env._DockerEnvironment__container = t.container  # the stand-in still reaches its container
-        with self.assertLogs("maka_eval_relay", "INFO") as logged:
-            self.assertIsNone(t.run())
-        self.assertIn("0 running containers of compose project another__session", "\n".join(logged.output))
+        self.assertIsNone(t.run())
+        # In the runner's own log (the trial's logger), where a Harbor user reads why.
+        self.assertIn("through the environment object (the bridge): 0 running containers of compose project "
+                      "another__session", t.trial_log())
         self.assertIn("exec", t.env.calls)
         self.assertIn('"backend":"bridge', t.relay_log())
-
-    def _as_default_user(self, default_user: str | None, fast_path: bool, expected_ids: str, supervisor: str):
-        t = Trial(self, self.module, 'echo "$(id -u):$(id -g) $TASK_VAR $MODE $HOME"', "-e", "MODE=from-execute",
-                  fast_path=fast_path, default_user=default_user,
-                  task_env={"TASK_VAR": "from-task", "MODE": "from-task"})
-        self.assertIsNone(t.run())
-        self.assertEqual(t.orchestrator.transcript()["executed"]["exitCode"], 0)
-        home = "/tmp" if expected_ids.startswith("1000") else "/root"
-        self.assertEqual(t.sh("cat /logs/artifacts/maka-subject.stdout.txt").stdout,
-                         f"{expected_ids} from-task from-execute {home}\n")
-        self.assertIn(f'"supervisor":"{supervisor}"', t.relay_log())
-        self.assertIn('"backend":"docker' if fast_path else '"backend":"bridge', t.relay_log())
-        self.assertEqual(t.env.calls == [], fast_path)
-        # The task's values never reach a command line: only the relay's descriptor carried them.
-        self.assertNotIn("from-task", t.relay_log())
 
     def test_the_subject_runs_as_a_non_root_default_user_with_the_task_env_on_the_fast_path(self):
         self._as_default_user("agent", True, "1000:1000", "root")
@@ -692,16 +846,6 @@ class HarborTest(Scenarios, unittest.TestCase):
         with self.assertRaisesRegex(RuntimeError, "exited with status -9"):
             asyncio.run(t.kill_relay_when_running("sleep 3606"))
         self.assertTrue(t.no_process_soon("sleep 3606", seconds=15))
-
-    def test_a_non_root_subject_on_the_bridge_cannot_stop_its_supervisor_or_read_the_request(self):
-        script = ("kill -9 $PPID 2>/dev/null; kill -STOP $PPID 2>/dev/null; "
-                  "cat /.maka-eval-run-* 2>/dev/null | wc -c; echo done")
-        t = Trial(self, self.module, script, default_user="agent")
-        self.assertIsNone(t.run())
-        executed = t.orchestrator.transcript()["executed"]
-        self.assertEqual((executed["termination"], executed["exitCode"]), ("exited", 0))
-        self.assertEqual(t.sh("cat /logs/artifacts/maka-subject.stdout.txt").stdout, "0\ndone\n")
-        self.assertEqual(t.sh("ls -a / /tmp | grep maka-eval-run || true").stdout, "")
 
 
 class HarborRemoteEngineTest(unittest.TestCase):
@@ -738,10 +882,19 @@ class PierTest(Scenarios, unittest.TestCase):
             del os.environ["MAKA_EVAL_EGRESS_REQUIRED"]
         self.assertIsNone(t.orchestrator.transcript()["ready"])
 
-    def test_without_user_a_non_root_default_user_cannot_install_the_helper(self):
-        t = Trial(self, self.module, "exit 0", run_args=("--user", "1000:1000"))
-        with self.assertRaisesRegex(RuntimeError, "cannot give the run request to uid 1000"):
-            t.run()
+    def test_a_non_root_default_user_runs_under_a_root_supervisor(self):
+        # Pier's exec takes user= as Harbor's does: root steps, the subject as the default user.
+        self._as_default_user("agent", False, "1000:1000", "root")
+
+    def test_the_proxy_settings_of_agent_process_env_reach_the_subject(self):
+        # Under Pier's filtered egress the proxy reaches agents only through agent_process_env().
+        proxy = {"HTTPS_PROXY": "http://egress-proxy:3128", "NO_PROXY": "localhost"}
+        t = Trial(self, self.module, 'echo "$HTTPS_PROXY $NO_PROXY $TASK_VAR"', default_user="agent",
+                  task_env={"TASK_VAR": "from-task"}, agent_env=proxy)
+        self.assertIsNone(t.run())
+        self.assertEqual(t.sh("cat /logs/artifacts/maka-subject.stdout.txt").stdout,
+                         "http://egress-proxy:3128 localhost from-task\n")
+        self.assertNotIn("egress-proxy", t.relay_log())
 
 
 def suites() -> dict[str, unittest.TestSuite]:
