@@ -13,6 +13,7 @@
 #include "policy/egress_gate.hpp"
 #include "relay/event_queue.hpp"
 #include "relay/exit_codes.hpp"
+#include "relay/teardown_budget.hpp"
 
 #include <algorithm>
 #include <csignal>
@@ -68,7 +69,7 @@ class trial : public std::enable_shared_from_this<trial> {
   public:
     trial(const trial_config& config, backend& env, phase_log& log, const asio::any_io_executor& executor)
         : config_(config), env_(env), log_(log), executor_(executor), events_(executor), socket_(executor),
-          signals_(executor, SIGTERM, SIGINT) {}
+          signals_(executor, SIGTERM, SIGINT), teardown_(milliseconds(config.common.teardown_timeout_ms)) {}
 
     asio::awaitable<trial_outcome> run();
 
@@ -99,11 +100,6 @@ class trial : public std::enable_shared_from_this<trial> {
     // `what` says what became of the supervisor, for the outcome.
     asio::awaitable<std::string> recover(std::string what = "vanished without a report (killed from inside "
                                                             "the environment?)");
-    // Settling gets the teardown budget less the stop reserve, min(20 s, 20 %); destroy the rest.
-    [[nodiscard]] milliseconds settle_span() const {
-        const auto budget = milliseconds(config_.common.teardown_timeout_ms);
-        return std::max(milliseconds(1), budget - std::min(milliseconds(20'000), budget / 5));
-    }
     // The last resort: the helper is ended and the environment destroyed, within what is left until `until`.
     asio::awaitable<void> destroy_by(clock_type::time_point until);
     asio::awaitable<trial_outcome> cancelled(const contracts::execute_request& request, int signal);
@@ -155,6 +151,8 @@ class trial : public std::enable_shared_from_this<trial> {
     clock_type::time_point last_heard_ = clock_type::now();
     bool host_teardown_ = false;
     bool executed_sent_ = false;
+    // One deadline for the whole teardown: settle, recovery and destroy share it (teardown_budget.hpp).
+    teardown_deadline teardown_;
     std::optional<contracts::subject_usage> usage_;
 };
 
@@ -443,8 +441,23 @@ asio::awaitable<trial_outcome> trial::supervise(const contracts::execute_request
     run.scope_path = env_.scope_path(contracts::sha256_hex(config_.token).substr(0, 24));
     scope_path_ = run.scope_path;
     run.artifacts_dir = env_.artifacts_dir();
-    run.term_grace_ms = config_.common.term_grace_ms;
-    run.kill_grace_ms = config_.common.kill_grace_ms;
+    // The graces fitted inside the teardown budget now, so that the helper's settle (also the one the
+    // dead-man switch or a root cancel starts) ends within it.
+    const settle_graces configured{milliseconds(config_.common.term_grace_ms),
+                                   milliseconds(config_.common.kill_grace_ms), milliseconds(run.drain_ms)};
+    const auto fitted = fit_graces(milliseconds(config_.common.teardown_timeout_ms), configured);
+    if (fitted != configured) {
+        log_.phase("graces", {{"termGraceMs", std::to_string(fitted.term.count())},
+                              {"killGraceMs", std::to_string(fitted.kill.count())},
+                              {"drainMs", std::to_string(fitted.drain.count())},
+                              {"teardownTimeoutMs", std::to_string(config_.common.teardown_timeout_ms)},
+                              {"why", "fitted inside the teardown budget (configured TERM " +
+                                          std::to_string(configured.term.count()) + " ms, KILL " +
+                                          std::to_string(configured.kill.count()) + " ms)"}});
+    }
+    run.term_grace_ms = static_cast<std::uint32_t>(fitted.term.count());
+    run.kill_grace_ms = static_cast<std::uint32_t>(fitted.kill.count());
+    run.drain_ms = static_cast<std::uint32_t>(fitted.drain.count());
     run.artifact_limit = config_.common.artifact_limit;
     // On this host (local backend) nothing an earlier run left is ours to stop.
     run.keep_leftovers = config_.common.keep_leftovers || env_.is_host();
@@ -566,10 +579,10 @@ asio::awaitable<trial_outcome> trial::await_decision() {
 }
 
 asio::awaitable<std::optional<contracts::report_message>> trial::settle(const std::string& reason) {
-    const auto begun = clock_type::now();
-    const auto settle_deadline = begun + settle_span();
-    const auto final_deadline = begun + milliseconds(config_.common.teardown_timeout_ms);
-    log_.phase("settle", {{"reason", reason}});
+    const auto final_deadline = teardown_.start();
+    const auto settle_deadline = teardown_.settle_by();
+    log_.phase("settle",
+               {{"reason", reason}, {"settleLeftMs", std::to_string(teardown_.settle_left().count())}});
     // Even if the helper can no longer be asked, its report may already be on the way: keep listening.
     std::string cancel = contracts::serialize(contracts::cancel_request{reason});
     (void)co_await session_->send(std::move(cancel));
@@ -620,8 +633,10 @@ asio::awaitable<void> trial::destroy_by(clock_type::time_point until) {
 }
 
 asio::awaitable<std::string> trial::recover(std::string what) {
-    const auto final_deadline = clock_type::now() + milliseconds(config_.common.teardown_timeout_ms);
-    const auto outcome = co_await env_.recover(pgid_, scope_path_, settle_span());
+    // Within the trial's one teardown deadline: started here if nothing started it (the supervisor vanished
+    // while the subject ran), else what a settle before us left of it.
+    const auto final_deadline = teardown_.start();
+    const auto outcome = co_await env_.recover(pgid_, scope_path_, teardown_.settle_left());
     switch (outcome) {
     case recovery::settled:
         log_.phase("recovered", {{"how", "cancel without the supervisor"}});

@@ -226,9 +226,9 @@ TEST_CASE(
     CHECK(gone_soon(pgid));
 }
 
-TEST_CASE("SIGTERM with a TERM-ignoring subject inside a short budget: destroy, then framework_timeout") {
-    // The subject says when its trap is in place: a SIGTERM before that would simply end it, and the relay
-    // would have nothing to destroy.
+TEST_CASE(
+    "SIGTERM with a TERM-ignoring subject inside a 1 s budget: the graces fit, settled without destroy") {
+    // The subject says when its trap is in place: a SIGTERM before that would simply end it.
     const marker trapped;
     trial t(subject({}, "trap '' TERM; " + trapped.touch() + "; sleep 60"),
             {"--teardown-timeout-ms", "1000"});
@@ -237,14 +237,41 @@ TEST_CASE("SIGTERM with a TERM-ignoring subject inside a short budget: destroy, 
     const auto begun = std::chrono::steady_clock::now();
     t.signal(SIGTERM);
     const auto o = t.finish();
-    CHECK(std::chrono::steady_clock::now() - begun < std::chrono::milliseconds(3000));
+    CHECK(std::chrono::steady_clock::now() - begun < std::chrono::milliseconds(1500));
     CHECK(o.exit_code == relay::exit_cancelled);
     const auto& executed = executed_of(o);
     CHECK(executed.at("termination").as_string() == "framework_timeout");
     CHECK(executed.at("exitCode").as_int64() == 124);
+    INFO(o.relay_log);
+    // The default 20 s TERM and 10 s KILL graces, fitted inside the 800 ms settle span and said so.
+    CHECK(o.relay_log.find("graces (") != std::string::npos);
+    CHECK(o.relay_log.find("termGraceMs=360 killGraceMs=200") != std::string::npos);
+    CHECK(o.relay_log.find("settled (") != std::string::npos);
+    CHECK(o.relay_log.find("destroy") == std::string::npos);
+    CHECK(gone_soon(pgid));
+}
+
+TEST_CASE("a supervisor that cannot answer inside the budget: destroy, then framework_timeout, within it") {
+    // The subject writes its supervisor's pid; the test stops the supervisor, so no settle can finish.
+    const marker supervisor;
+    trial t(subject({}, "echo $PPID > " + supervisor.path.string() + "; sleep 60"),
+            {"--teardown-timeout-ms", "1000"});
+    const pid_t pgid = t.wait_running();
+    REQUIRE(supervisor.appears());
+    REQUIRE(eventually([&] { return !read_text(supervisor.path.string()).empty(); }, 5000));
+    const pid_t helper = std::stoi(read_text(supervisor.path.string()));
+    REQUIRE(::kill(helper, SIGSTOP) == 0);
+    const auto begun = std::chrono::steady_clock::now();
+    t.signal(SIGTERM);
+    const auto o = t.finish();
+    CHECK(std::chrono::steady_clock::now() - begun < std::chrono::milliseconds(1500));
+    CHECK(o.exit_code == relay::exit_cancelled);
+    const auto& executed = executed_of(o);
+    CHECK(executed.at("termination").as_string() == "framework_timeout");
     CHECK(contracts::to_wire(executed.at("diagnostic")) ==
           "{\"category\":\"result-frame-missing\",\"bytes\":0,\"sha256\":\"" + contracts::sha256_hex("") +
               "\"}");
+    INFO(o.relay_log);
     CHECK(o.relay_log.find("destroy") != std::string::npos);
     CHECK(o.relay_log.find("overflow") == std::string::npos); // no event lost after the timed-out settle
     CHECK(gone_soon(pgid));
