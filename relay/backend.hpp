@@ -77,6 +77,9 @@ class backend {
     // Whether the helper's messages arrive while the subject runs (a live session), so that its output can
     // be followed; false on the bridge, whose runner returns an exec's output only when it ends.
     [[nodiscard]] virtual bool streams_live() const { return true; }
+    // The trial is over: calls still in flight on its behalf (a cancel the runner has not answered) are
+    // given up at once, so that nothing holds the relay past the teardown budget.
+    virtual void abandon_pending() {}
 
   protected:
     // `maka-eval-helper cancel` through run_helper_as_root: the settle of a scope whose supervisor is gone.

@@ -414,6 +414,7 @@ class bridge_backend final : public backend {
     }
     std::optional<unsigned> engine_calls() const override { return bridge_.calls(); }
     bool streams_live() const override { return false; }
+    void abandon_pending() override { bridge_.abandon("the trial is over"); }
 
     // One exec on the common path (`probe`). In an environment the adapter has not run a trial in
     // (--bridge-fresh: one environment per trial is the normal case) the helper is uploaded first, so the

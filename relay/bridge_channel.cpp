@@ -167,6 +167,12 @@ asio::awaitable<void> bridge_channel::read_replies() {
     reading_ = false;
 }
 
+void bridge_channel::abandon(const std::string& why) {
+    fail_all(why);
+    boost::system::error_code ignored;
+    socket_.close(ignored); // ends the reader and writer at once
+}
+
 void bridge_channel::fail_all(const std::string& why) {
     if (!broken_) {
         broken_ = why;

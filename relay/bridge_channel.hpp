@@ -60,6 +60,8 @@ class bridge_channel {
     asio::awaitable<boost::system::result<void, relay_error>> stop(std::chrono::milliseconds deadline);
 
     [[nodiscard]] unsigned calls() const { return calls_; }
+    // Fails every call in flight with `why` and closes the socket (the adapter sees EOF: the relay is done).
+    void abandon(const std::string& why);
 
   private:
     using reply_slot = asio::experimental::channel<void(boost::system::error_code, boost::json::object)>;

@@ -57,6 +57,8 @@ trial_outcome drive(boost::asio::io_context& context, const trial_config& config
     trial_outcome result{exit_internal, {}, std::nullopt};
     boost::asio::co_spawn(context, run_trial(config, env, log),
                           [&](const std::exception_ptr& error, trial_outcome outcome) {
+                              // Nothing may keep the relay past the trial (and its teardown budget).
+                              env.abandon_pending();
                               if (error) {
                                   log.error("internal error: " + exception_text(error));
                                   return;
