@@ -226,6 +226,18 @@ TEST_CASE(
     CHECK(gone_soon(pgid));
 }
 
+// SIGTERM to the relay (the framework's timeout), then the trial's end: within `limit`, as a framework
+// timeout.
+auto framework_timeout_within(trial& t, std::chrono::milliseconds limit) {
+    const auto begun = std::chrono::steady_clock::now();
+    t.signal(SIGTERM);
+    auto o = t.finish();
+    CHECK(std::chrono::steady_clock::now() - begun < limit);
+    CHECK(o.exit_code == relay::exit_cancelled);
+    CHECK(executed_of(o).at("termination").as_string() == "framework_timeout");
+    return o;
+}
+
 TEST_CASE(
     "SIGTERM with a TERM-ignoring subject inside a 1 s budget: the graces fit, settled without destroy") {
     // The subject says when its trap is in place: a SIGTERM before that would simply end it.
@@ -234,14 +246,8 @@ TEST_CASE(
             {"--teardown-timeout-ms", "1000"});
     const pid_t pgid = t.wait_running();
     REQUIRE(trapped.appears());
-    const auto begun = std::chrono::steady_clock::now();
-    t.signal(SIGTERM);
-    const auto o = t.finish();
-    CHECK(std::chrono::steady_clock::now() - begun < std::chrono::milliseconds(1500));
-    CHECK(o.exit_code == relay::exit_cancelled);
-    const auto& executed = executed_of(o);
-    CHECK(executed.at("termination").as_string() == "framework_timeout");
-    CHECK(executed.at("exitCode").as_int64() == 124);
+    const auto o = framework_timeout_within(t, std::chrono::milliseconds(1500));
+    CHECK(executed_of(o).at("exitCode").as_int64() == 124);
     INFO(o.relay_log);
     // The default 20 s TERM and 10 s KILL graces, fitted inside the 800 ms settle span and said so.
     CHECK(o.relay_log.find("graces (") != std::string::npos);
@@ -261,14 +267,8 @@ TEST_CASE("a supervisor that cannot answer inside the budget: destroy, then fram
     REQUIRE(eventually([&] { return !read_text(supervisor.path.string()).empty(); }, 5000));
     const pid_t helper = std::stoi(read_text(supervisor.path.string()));
     REQUIRE(::kill(helper, SIGSTOP) == 0);
-    const auto begun = std::chrono::steady_clock::now();
-    t.signal(SIGTERM);
-    const auto o = t.finish();
-    CHECK(std::chrono::steady_clock::now() - begun < std::chrono::milliseconds(1500));
-    CHECK(o.exit_code == relay::exit_cancelled);
-    const auto& executed = executed_of(o);
-    CHECK(executed.at("termination").as_string() == "framework_timeout");
-    CHECK(contracts::to_wire(executed.at("diagnostic")) ==
+    const auto o = framework_timeout_within(t, std::chrono::milliseconds(1500));
+    CHECK(contracts::to_wire(executed_of(o).at("diagnostic")) ==
           "{\"category\":\"result-frame-missing\",\"bytes\":0,\"sha256\":\"" + contracts::sha256_hex("") +
               "\"}");
     INFO(o.relay_log);
