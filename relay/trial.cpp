@@ -579,10 +579,11 @@ asio::awaitable<trial_outcome> trial::await_decision() {
 }
 
 asio::awaitable<std::optional<contracts::report_message>> trial::settle(const std::string& reason) {
-    const auto final_deadline = teardown_.start();
-    const auto settle_deadline = teardown_.settle_by();
+    const auto now = clock_type::now(); // one reading: the deadlines and the logged span agree
+    const auto final_deadline = teardown_.start(now);
+    const auto settle_deadline = teardown_.settle_by(now);
     log_.phase("settle",
-               {{"reason", reason}, {"settleLeftMs", std::to_string(teardown_.settle_left().count())}});
+               {{"reason", reason}, {"settleLeftMs", std::to_string(teardown_.settle_left(now).count())}});
     // Even if the helper can no longer be asked, its report may already be on the way: keep listening.
     std::string cancel = contracts::serialize(contracts::cancel_request{reason});
     (void)co_await session_->send(std::move(cancel));
@@ -635,8 +636,9 @@ asio::awaitable<void> trial::destroy_by(clock_type::time_point until) {
 asio::awaitable<std::string> trial::recover(std::string what) {
     // Within the trial's one teardown deadline: started here if nothing started it (the supervisor vanished
     // while the subject ran), else what a settle before us left of it.
-    const auto final_deadline = teardown_.start();
-    const auto outcome = co_await env_.recover(pgid_, scope_path_, teardown_.settle_left());
+    const auto now = clock_type::now();
+    const auto final_deadline = teardown_.start(now);
+    const auto outcome = co_await env_.recover(pgid_, scope_path_, teardown_.settle_left(now));
     switch (outcome) {
     case recovery::settled:
         log_.phase("recovered", {{"how", "cancel without the supervisor"}});

@@ -113,7 +113,8 @@ class RelayAgentCore:
                 f"the relay_token agent kwarg must be a non-empty string, not {type(relay_token).__name__}: "
                 "quote it so the runner does not read it as a number (--ak 'relay_token=\"12e34\"')")
         # Harbor's factory passes extra_env; the task's per-exec overlay (_merge_env) carries it to the
-        # subject. Pier's BaseAgent drops it (its agents' variables come from agent_process_env()).
+        # subject. Pier's agents get their variables from agent_process_env() (its BaseAgent drops
+        # extra_env); one given here under Pier is honoured the same way.
         extra_env = kwargs.get("extra_env")
         self._extra_env = {str(k): str(v) for k, v in extra_env.items()} if isinstance(extra_env, dict) else {}
         self._host = relay_host
