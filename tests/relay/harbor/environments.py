@@ -11,8 +11,8 @@ CONTAINER bash -c CMD`` with stdin at /dev/null and stderr merged into stdout, a
 output is read line by line under Harbor's 64 KiB line limit (the trial registers log callbacks, so a longer
 line makes ``exec`` raise); a timeout is TERM, 5 s, KILL of the client and ``RuntimeError("Command timed out
 after N seconds")`` while the process in the container runs on; a cancelled exec leaves the client running.
-``upload_file`` is ``docker cp`` (root-owned, mode kept), and to a missing directory a root ``mkdir -p``
-first (Harbor's tar fallback); ``service_exec`` runs in a named sidecar; ``stop(delete=True)`` removes the
+``upload_file`` is ``docker cp`` (root-owned, mode kept), and where that fails for a missing directory,
+a root ``mkdir -p`` and the copy again (Harbor's tar fallback); ``service_exec`` runs in a named sidecar; ``stop(delete=True)`` removes the
 container and never raises. The task image is BusyBox-only, with ``bash`` a shim over BusyBox ``sh``.
 
 ``PierDockerEnvironment`` is Pier 0.3's: the same exec (``user=`` included: Pier passes ``-u`` too), no
@@ -181,11 +181,12 @@ class DockerEnvironment:
     async def upload_file(self, source_path: Path | str, target_path: str) -> None:
         self.calls.append("upload_file")
         container = self._service_main()
-        parent = os.path.dirname(target_path) or "/"
-        if docker("exec", "-u", "0", container, "test", "-d", parent, check=False).returncode != 0:
-            # Harbor's fallback for a missing directory: tar through a root shell that makes it first.
-            docker("exec", "-u", "0", container, "mkdir", "-p", parent)
         result = await _docker("cp", str(source_path), f"{container}:{target_path}")
+        if result.return_code != 0:
+            # Harbor's fallback (a missing directory): a root `mkdir -p` of the parent, then the copy again.
+            parent = os.path.dirname(target_path) or "/"
+            await _docker("exec", "-u", "0", container, "mkdir", "-p", parent)
+            result = await _docker("cp", str(source_path), f"{container}:{target_path}")
         if result.return_code != 0:
             raise RuntimeError(f"docker compose cp failed: {result.stdout}")
 

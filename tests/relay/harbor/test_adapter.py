@@ -819,6 +819,11 @@ class HarborTest(Scenarios, unittest.TestCase):
         self.assertFalse(hasattr(t.env, "is_mounted"))  # 0.20: capabilities.mounted
         self.assertTrue(t.env.capabilities.mounted)
         self.assertEqual(t.sh("stat -c %a /logs/artifacts").stdout.strip(), "777")
+        source = Path(tempfile.mkdtemp()) / "payload"
+        self.addCleanup(shutil.rmtree, source.parent, True)
+        source.write_text("uploaded")
+        asyncio.run(t.env.upload_file(source, "/opt/made/by/upload/payload"))  # a missing directory
+        self.assertEqual(t.sh("cat /opt/made/by/upload/payload").stdout, "uploaded")
 
     def test_the_task_workdir_is_ready_cwd_and_the_subjects_directory_on_the_fast_path(self):
         t = Trial(self, self.module, "pwd", workdir="/srv/task", fast_path=True)
