@@ -43,7 +43,10 @@ boost::asio::awaitable<void> bare_execs(relay::docker_api& api, std::string cont
         boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
         while (true) {
             auto code = co_await api.exec_exit_code(id);
-            if (code) {
+            if (!code) {
+                throw std::runtime_error(code.error().message);
+            }
+            if (*code) {
                 break;
             }
             timer.expires_after(std::chrono::milliseconds(1));
@@ -61,7 +64,9 @@ int main(int argc, char** argv) {
         boost::asio::io_context context;
         // The engine as the relay finds it: DOCKER_HOST and, for TLS, DOCKER_TLS_VERIFY/DOCKER_CERT_PATH.
         auto engine = relay::resolve_engine_endpoint(std::nullopt, &relay::process_env);
-        auto opened = engine ? relay::docker_api::open(context.get_executor(), *engine)
+        auto opened = engine ? relay::docker_api::open(
+                                   context.get_executor(), *engine,
+                                   std::chrono::milliseconds(relay::common_options{}.engine_timeout_ms))
                              : boost::system::result<relay::docker_api, relay::relay_error>(engine.error());
         if (!opened) {
             std::cerr << "bench_tool: " << opened.error().message << "\n";

@@ -46,6 +46,7 @@ class helper_session {
 enum class recovery {
     settled,          // a fresh cancel stopped what was left (or nothing was left)
     environment_gone, // the environment no longer runs (killed from outside): nothing to stop
+    out_of_memory,    // the environment no longer runs, and its engine says the kernel killed it for memory
     failed,           // could not be settled: destroy is what remains
 };
 
@@ -55,8 +56,10 @@ class backend {
     [[nodiscard]] virtual std::string describe() const = 0;
     virtual asio::awaitable<boost::system::result<std::unique_ptr<helper_session>, relay_error>>
     open_session() = 0;
+    // `runs_for`: how long the command itself may take (a cancel's grace); the backend's own deadlines for
+    // reaching the environment come on top.
     virtual asio::awaitable<boost::system::result<exec_output, relay_error>>
-    run_helper_as_root(std::vector<std::string> args) = 0;
+    run_helper_as_root(std::vector<std::string> args, std::chrono::milliseconds runs_for) = 0;
     // `readlink /proc/self/ns/net` as seen by the service that applies the egress policy.
     virtual asio::awaitable<boost::system::result<std::string, relay_error>>
     policy_namespace(std::string sidecar) = 0;

@@ -7,6 +7,7 @@
 #include "contracts/session_messages.hpp"
 #include "policy/egress_gate.hpp"
 #include "relay/bridge_channel.hpp"
+#include "relay/event_queue.hpp"
 #include "relay/helper_binary.hpp"
 #include "relay/log.hpp"
 #include "relay/posix_io.hpp"
@@ -22,7 +23,6 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/experimental/channel.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -201,11 +201,12 @@ class bridge_run : public std::enable_shared_from_this<bridge_run> {
     }
 
     asio::awaitable<std::optional<std::string>> receive() {
-        auto [ec, line] = co_await lines_.async_receive(as_tuple(use_awaitable));
-        if (ec) {
+        auto next = co_await lines_.next(std::nullopt);
+        if (!next || !*next) {
+            lines_.close(); // the end was the last line: every later receive() ends at once too
             co_return std::nullopt;
         }
-        co_return line;
+        co_return std::move(*next);
     }
 
     // No stdin to close: the equivalent of the dead-man switch is to have a running subject settled (its
@@ -240,9 +241,10 @@ class bridge_run : public std::enable_shared_from_this<bridge_run> {
 
     enum class state { idle, staging, running, done };
 
+    // Never drops a line, whatever the trial has yet to read: the run's whole output may arrive at once.
     void deliver(std::string line) {
         if (!finished_) {
-            (void)lines_.try_send(boost::system::error_code{}, std::move(line));
+            lines_.post(std::move(line));
         }
     }
     void deliver(const contracts::session_message& message) {
@@ -253,7 +255,7 @@ class bridge_run : public std::enable_shared_from_this<bridge_run> {
     // The end of the emulated session: receive() reports EOF after the lines already delivered.
     void finish() {
         if (!finished_) {
-            (void)lines_.try_send(asio::error::eof, std::string());
+            lines_.post(std::nullopt);
             finished_ = true;
         }
         state_ = state::done;
@@ -370,7 +372,7 @@ class bridge_run : public std::enable_shared_from_this<bridge_run> {
     bool root_supervisor_;
     std::string request_dir_;
     asio::any_io_executor executor_;
-    asio::experimental::channel<void(boost::system::error_code, std::string)> lines_;
+    event_queue<std::optional<std::string>> lines_; // a line, or nullopt: the end of the session
     state state_ = state::idle;
     std::string scope_;
     std::uint64_t grace_ms_ = 35000;
@@ -488,10 +490,11 @@ class bridge_backend final : public backend {
     }
 
     asio::awaitable<boost::system::result<exec_output, relay_error>>
-    run_helper_as_root(std::vector<std::string> args) override {
+    run_helper_as_root(std::vector<std::string> args, milliseconds runs_for) override {
         args.insert(args.begin(), helper_);
-        bridge_exec request{sh_join(args), {}, "root", seconds(60), {}};
-        auto ran = co_await bridge_.exec(std::move(request), call_deadline);
+        const auto runs_for_s = std::chrono::ceil<seconds>(runs_for);
+        bridge_exec request{sh_join(args), {}, "root", seconds(60) + runs_for_s, {}};
+        auto ran = co_await bridge_.exec(std::move(request), call_deadline + runs_for_s);
         if (ran) {
             // The caller reads one message: the helper's, not what the runner merged around it.
             const auto lines = session_lines(ran->out);

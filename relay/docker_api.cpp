@@ -57,6 +57,51 @@ struct connection {
         auto* tls = std::get_if<tls_stream>(&socket);
         return tls != nullptr ? tls->native_handle() : nullptr;
     }
+    // Ends whatever is pending on the connection (it completes with an error).
+    void close() {
+        visit([](auto& s) {
+            boost::system::error_code ignored;
+            beast::get_lowest_layer(s).close(ignored);
+        });
+    }
+    asio::any_io_executor executor() {
+        return visit([](auto& s) { return asio::any_io_executor(s.get_executor()); });
+    }
+};
+
+// Closes a connection when `timeout` passes before the deadline is lifted, so that a pending write or read
+// ends with an error: an engine that accepts and never answers cannot hold a trial. A timer handler rather
+// than a cancelled operation, so it works the same for every layer (unix, TCP, TLS) and for the Beast
+// operations on top. The handler may run after its deadline is gone: it only touches the shared state,
+// and the connection only while the deadline is armed (the connection outlives an armed deadline).
+class connection_deadline {
+  public:
+    connection_deadline(connection& c, std::chrono::milliseconds timeout)
+        : timer_(c.executor(), timeout), state_(std::make_shared<state>()) {
+        state_->c = &c;
+        timer_.async_wait([s = state_](boost::system::error_code ec) {
+            if (!ec && s->c != nullptr) {
+                s->fired = true;
+                s->c->close();
+            }
+        });
+    }
+    connection_deadline(const connection_deadline&) = delete;
+    connection_deadline& operator=(const connection_deadline&) = delete;
+    ~connection_deadline() { lift(); }
+    void lift() {
+        state_->c = nullptr;
+        timer_.cancel();
+    }
+    [[nodiscard]] bool fired() const { return state_->fired; }
+
+  private:
+    struct state {
+        connection* c = nullptr;
+        bool fired = false;
+    };
+    asio::steady_timer timer_;
+    std::shared_ptr<state> state_;
 };
 
 // `what` failed on connection `c`. Over TLS the reason may be the handshake's (with TLS 1.3 the engine
@@ -202,12 +247,16 @@ class hijacked_stream final : public exec_stream {
         });
     }
 
-    void close() override {
-        c_->visit([](auto& s) {
-            boost::system::error_code ignored;
-            beast::get_lowest_layer(s).close(ignored);
-        });
+    void close() override { c_->close(); }
+
+    void expire_after(std::optional<std::chrono::milliseconds> timeout) override {
+        expired_ = expired_ || (deadline_ && deadline_->fired());
+        deadline_.reset();
+        if (timeout) {
+            deadline_.emplace(*c_, *timeout);
+        }
     }
+    bool expired() const override { return expired_ || (deadline_ && deadline_->fired()); }
 
     const std::string& stderr_text() const override { return err_; }
 
@@ -260,6 +309,8 @@ class hijacked_stream final : public exec_stream {
     }
 
     std::unique_ptr<connection> c_;
+    std::optional<connection_deadline> deadline_; // destroyed before c_: it points to it
+    bool expired_ = false;
     std::string raw_;
     std::string out_;
     std::string err_;
@@ -268,11 +319,11 @@ class hijacked_stream final : public exec_stream {
 } // namespace
 
 docker_api::docker_api(asio::any_io_executor executor, engine_endpoint engine,
-                       std::shared_ptr<asio::ssl::context> tls)
-    : executor_(std::move(executor)), engine_(std::move(engine)), tls_(std::move(tls)) {}
+                       std::shared_ptr<asio::ssl::context> tls, std::chrono::milliseconds timeout)
+    : executor_(std::move(executor)), engine_(std::move(engine)), tls_(std::move(tls)), timeout_(timeout) {}
 
-boost::system::result<docker_api, relay_error> docker_api::open(asio::any_io_executor executor,
-                                                                engine_endpoint engine) {
+boost::system::result<docker_api, relay_error>
+docker_api::open(asio::any_io_executor executor, engine_endpoint engine, std::chrono::milliseconds timeout) {
     std::shared_ptr<asio::ssl::context> tls;
     if (engine.transport == engine_transport::tls) {
         auto loaded = load_engine_tls(engine.tls);
@@ -281,7 +332,14 @@ boost::system::result<docker_api, relay_error> docker_api::open(asio::any_io_exe
         }
         tls = std::move(*loaded);
     }
-    return docker_api(std::move(executor), std::move(engine), std::move(tls));
+    return docker_api(std::move(executor), std::move(engine), std::move(tls), timeout);
+}
+
+std::string docker_api::unanswered(const std::string& what) const {
+    const auto ms = timeout_.count();
+    return "the Docker engine at " + engine_.url() + ": " + what + " within " +
+           (ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms") +
+           " (--engine-timeout-ms)";
 }
 
 asio::awaitable<boost::system::result<std::string, relay_error>> docker_api::negotiate() {
@@ -329,11 +387,14 @@ docker_api::send(const std::string& method, const std::string& target, const std
         co_return c.error();
     }
     auto req = make_request(http::string_to_verb(method), version_prefix_ + target, body, content_type);
+    const connection_deadline deadline(**c, timeout_);
     auto [wec, written] =
         co_await (*c)->visit([&](auto& s) { return http::async_write(s, req, as_tuple(use_awaitable)); });
     if (wec) {
-        co_return relay_error{relay_errc::engine,
-                              failure_text(**c, engine_, "the Docker engine closed the connection", wec)};
+        co_return relay_error{
+            relay_errc::engine,
+            deadline.fired() ? unanswered("no answer to " + method + " " + target)
+                             : failure_text(**c, engine_, "the Docker engine closed the connection", wec)};
     }
     http::response_parser<http::string_body> parser;
     parser.body_limit(64U << 20U);
@@ -343,9 +404,12 @@ docker_api::send(const std::string& method, const std::string& target, const std
     auto [rec, read] = co_await (*c)->visit(
         [&](auto& s) { return http::async_read(s, (*c)->buffer, parser, as_tuple(use_awaitable)); });
     if (rec) {
-        co_return relay_error{
-            relay_errc::engine,
-            failure_text(**c, engine_, "the Docker engine did not answer " + method + " " + target, rec)};
+        co_return relay_error{relay_errc::engine,
+                              deadline.fired()
+                                  ? unanswered("no answer to " + method + " " + target)
+                                  : failure_text(**c, engine_,
+                                                 "the Docker engine did not answer " + method + " " + target,
+                                                 rec)};
     }
     if ((*c)->ssl() != nullptr) {
         sessions_.remember((*c)->ssl());
@@ -452,6 +516,7 @@ docker_api::exec(std::string container, exec_spec spec, std::string& exec_id) {
                             R"({"Detach":false,"Tty":false})", "application/json");
     req.set(http::field::connection, "Upgrade");
     req.set(http::field::upgrade, "tcp");
+    connection_deadline deadline(**c, timeout_);
     auto [wec, written] =
         co_await (*c)->visit([&](auto& s) { return http::async_write(s, req, as_tuple(use_awaitable)); });
     http::response_parser<http::empty_body> parser;
@@ -465,9 +530,12 @@ docker_api::exec(std::string container, exec_spec spec, std::string& exec_id) {
     if (rec || (parser.get().result_int() != 101 && parser.get().result_int() != 200)) {
         const std::string what = "cannot start the exec in container " + container;
         co_return relay_error{relay_errc::engine,
-                              rec ? failure_text(**c, engine_, what, rec)
-                                  : what + ": HTTP " + std::to_string(parser.get().result_int())};
+                              deadline.fired()
+                                  ? unanswered("no answer to the start of an exec in container " + container)
+                              : rec ? failure_text(**c, engine_, what, rec)
+                                    : what + ": HTTP " + std::to_string(parser.get().result_int())};
     }
+    deadline.lift(); // the stream's reads are bounded by its own deadline (expire_after) where they must be
     // Bytes read past the header already belong to the stream.
     const auto data = (*c)->buffer.data();
     std::string leftover(static_cast<const char*>(data.data()), data.size());
@@ -476,9 +544,13 @@ docker_api::exec(std::string container, exec_spec spec, std::string& exec_id) {
         std::make_unique<hijacked_stream>(std::move(*c), std::move(leftover)));
 }
 
-asio::awaitable<boost::system::result<int, relay_error>> docker_api::exec_exit_code(std::string exec_id) {
+asio::awaitable<boost::system::result<std::optional<int>, relay_error>>
+docker_api::exec_exit_code(std::string exec_id) {
     auto response = co_await request("GET", "/exec/" + exec_id + "/json");
-    if (!response || response->status != 200) {
+    if (!response) {
+        co_return response.error();
+    }
+    if (response->status != 200) {
         co_return relay_error{relay_errc::engine, "cannot inspect exec " + exec_id};
     }
     auto state = parse_exec_state(response->body);
@@ -486,9 +558,9 @@ asio::awaitable<boost::system::result<int, relay_error>> docker_api::exec_exit_c
         co_return state.error();
     }
     if (state->running) {
-        co_return relay_error{relay_errc::engine, "still running"};
+        co_return std::optional<int>();
     }
-    co_return state->exit_code.value_or(-1);
+    co_return std::optional<int>(state->exit_code.value_or(-1));
 }
 
 } // namespace maka_eval::relay

@@ -4,7 +4,8 @@
 // request opens its own connection (this keeps no state to go stale when the engine restarts). The API
 // version is negotiated once from /version when the engine refuses ours. Exec streams are "hijacked" HTTP
 // connections carrying the multiplexed stdout/stderr framing; `exec_stream` decodes it and can half-close
-// stdin.
+// stdin. Every request has a deadline (--engine-timeout-ms): an engine that accepts a connection and then
+// never answers fails the call with a clear error instead of holding the trial.
 #pragma once
 
 #include "relay/engine_endpoint.hpp"
@@ -53,6 +54,11 @@ class exec_stream {
     virtual asio::awaitable<std::string> read_rest(std::size_t limit) = 0;
     virtual void close_stdin() = 0; // half-close: the process sees EOF on stdin
     virtual void close() = 0;
+    // Once `timeout` has passed from now, the stream is closed whatever it is doing (a pending read or write
+    // then ends); nullopt lifts the deadline. For the waits that must not outlast the engine's answer.
+    virtual void expire_after(std::optional<std::chrono::milliseconds> timeout) = 0;
+    // Whether the stream ended because its deadline passed.
+    [[nodiscard]] virtual bool expired() const = 0;
     [[nodiscard]] virtual const std::string& stderr_text() const = 0; // kept for one-shot execs (bounded)
 };
 
@@ -60,8 +66,9 @@ class docker_api {
   public:
     // Reads the TLS files when the engine is reached over TLS: a missing or bad file is a clear error here,
     // before any trial work.
-    static boost::system::result<docker_api, relay_error> open(asio::any_io_executor executor,
-                                                               engine_endpoint engine);
+    // `timeout`: how long one request may go unanswered.
+    static boost::system::result<docker_api, relay_error>
+    open(asio::any_io_executor executor, engine_endpoint engine, std::chrono::milliseconds timeout);
 
     // The engine's API version, from /version; fails when no engine answers.
     asio::awaitable<boost::system::result<std::string, relay_error>> negotiate();
@@ -73,9 +80,14 @@ class docker_api {
     find_compose_container(std::string project, std::string service);
     asio::awaitable<boost::system::result<std::unique_ptr<exec_stream>, relay_error>>
     exec(std::string container, exec_spec spec, std::string& exec_id);
-    asio::awaitable<boost::system::result<int, relay_error>> exec_exit_code(std::string exec_id);
+    // The exec's exit code; nullopt while the engine still reports it running.
+    asio::awaitable<boost::system::result<std::optional<int>, relay_error>>
+    exec_exit_code(std::string exec_id);
 
     [[nodiscard]] const engine_endpoint& engine() const { return engine_; }
+    [[nodiscard]] std::chrono::milliseconds timeout() const { return timeout_; }
+    // "the Docker engine at URL: WHAT within N s": what to say when the timeout passed.
+    [[nodiscard]] std::string unanswered(const std::string& what) const;
     // HTTP requests made so far (an exec stream counts once), for the benchmark's engine-call figure.
     [[nodiscard]] unsigned calls() const { return calls_; }
 
@@ -84,11 +96,13 @@ class docker_api {
     send(const std::string& method, const std::string& target, const std::string& body,
          const std::string& content_type);
     docker_api(asio::any_io_executor executor, engine_endpoint engine,
-               std::shared_ptr<asio::ssl::context> tls);
+               std::shared_ptr<asio::ssl::context> tls, std::chrono::milliseconds timeout);
+
     asio::any_io_executor executor_;
     engine_endpoint engine_;
     std::shared_ptr<asio::ssl::context> tls_;
     tls_session_cache sessions_;
+    std::chrono::milliseconds timeout_;
     // API 1.41 (Docker 20.10) is assumed and only negotiated down when an older engine refuses it: one
     // engine call fewer on every trial.
     std::string version_prefix_ = "/v1.41";

@@ -101,6 +101,9 @@ class docker_backend final : public backend {
             if (!stream) {
                 co_return stream.error();
             }
+            // The helper's first line within the engine's deadline: an engine that started the exec and then
+            // never delivers its output fails the trial here with a clear error.
+            (*stream)->expire_after(api_.timeout());
             std::optional<std::string> first;
             if (binary) {
                 // Written while reading: an exec that failed to start (no /bin/sh) reads nothing, and its
@@ -115,6 +118,12 @@ class docker_backend final : public backend {
             } else {
                 first = co_await (*stream)->read_line(contracts::session_line_limit_bytes);
             }
+            if ((*stream)->expired()) {
+                co_return relay_error{
+                    relay_errc::engine,
+                    api_.unanswered("no first line from the helper in container " + container_)};
+            }
+            (*stream)->expire_after(std::nullopt); // from here the trial's heartbeat watches the session
             // The first line must be the helper's hello: when the binary is missing, the engine writes its
             // own error ("OCI runtime exec failed …") into the stream instead.
             const auto hello = first ? contracts::parse_session_message(*first)
@@ -163,14 +172,14 @@ class docker_backend final : public backend {
     }
 
     asio::awaitable<boost::system::result<exec_output, relay_error>>
-    run_helper_as_root(std::vector<std::string> args) override {
+    run_helper_as_root(std::vector<std::string> args, std::chrono::milliseconds runs_for) override {
         auto resolved = co_await resolve();
         if (!resolved) {
             co_return resolved.error();
         }
         args.insert(args.begin(), helper_in_container_);
         // "0", not "root": FROM-scratch images have no /etc/passwd to look the name up in.
-        co_return co_await one_shot(container_, std::move(args), "0");
+        co_return co_await one_shot(container_, std::move(args), "0", runs_for);
     }
 
     asio::awaitable<boost::system::result<std::string, relay_error>>
@@ -188,7 +197,7 @@ class docker_backend final : public backend {
             }
         }
         std::vector<std::string> probe{"readlink", "/proc/self/ns/net"};
-        auto output = co_await one_shot(target, std::move(probe), {});
+        auto output = co_await one_shot(target, std::move(probe), {}, {});
         if (!output) {
             co_return output.error();
         }
@@ -215,7 +224,7 @@ class docker_backend final : public backend {
                                       std::chrono::milliseconds budget) override {
         auto facts = co_await api_.inspect_container(container_);
         if (!facts || !facts->running) {
-            co_return recovery::environment_gone;
+            co_return gone(facts);
         }
         const auto settled = co_await cancel_as_root(std::move(scope), budget);
         // A container being killed still reads as running for a moment after its execs end: before calling
@@ -224,7 +233,7 @@ class docker_backend final : public backend {
         for (int look = 0; settled == recovery::failed && look < 30; ++look) {
             facts = co_await api_.inspect_container(container_);
             if (!facts || !facts->running) {
-                co_return recovery::environment_gone;
+                co_return gone(facts);
             }
             timer.expires_after(std::chrono::milliseconds(100));
             co_await timer.async_wait(as_tuple(use_awaitable));
@@ -238,6 +247,11 @@ class docker_backend final : public backend {
     std::string artifacts_dir() const override { return std::string(contracts::artifacts_directory); }
 
   private:
+    // The container stopped (or went): for memory, when its engine says so.
+    static recovery gone(const boost::system::result<container_facts, relay_error>& facts) {
+        return facts && facts->oom_killed ? recovery::out_of_memory : recovery::environment_gone;
+    }
+
     asio::awaitable<void> remove_container() {
         installs_.forget(container_id_);
         (void)co_await api_.request("POST", "/containers/" + container_ + "/kill");
@@ -332,13 +346,17 @@ class docker_backend final : public backend {
         co_return boost::system::result<void, relay_error>{};
     }
 
-    // The stream ends a moment before the engine records the exit code: ask until it has one (5 s at most).
+    // The stream ends a moment before the engine records the exit code: ask until it has one (5 s at most),
+    // but not past an engine that does not answer (-1).
     asio::awaitable<int> exit_code_of(const std::string& id) {
         asio::steady_timer timer(co_await asio::this_coro::executor);
         for (int attempt = 0; attempt < 250; ++attempt) {
             auto code = co_await api_.exec_exit_code(id);
-            if (code) {
-                co_return *code;
+            if (!code) {
+                co_return -1;
+            }
+            if (*code) {
+                co_return **code;
             }
             timer.expires_after(std::chrono::milliseconds(20));
             co_await timer.async_wait(as_tuple(use_awaitable));
@@ -346,16 +364,24 @@ class docker_backend final : public backend {
         co_return -1;
     }
 
+    // One exec to its end: its output within `runs_for` (what the command itself may take) and the engine's
+    // timeout on top.
     asio::awaitable<boost::system::result<exec_output, relay_error>>
-    one_shot(std::string container, std::vector<std::string> cmd, std::string user) {
+    one_shot(std::string container, std::vector<std::string> cmd, std::string user,
+             std::chrono::milliseconds runs_for) {
         std::string id;
         exec_spec spec{std::move(cmd), std::move(user), {}, false};
         auto stream = co_await api_.exec(container, std::move(spec), id);
         if (!stream) {
             co_return stream.error();
         }
+        (*stream)->expire_after(runs_for + api_.timeout());
         exec_output out;
         out.out = co_await (*stream)->read_rest(1U << 20U);
+        if ((*stream)->expired()) {
+            co_return relay_error{relay_errc::engine,
+                                  api_.unanswered("no end of an exec in container " + container)};
+        }
         out.err = (*stream)->stderr_text();
         out.exit_code = co_await exit_code_of(id);
         co_return out;
@@ -384,7 +410,8 @@ make_docker_backend(const common_options& options, asio::any_io_executor executo
     if (!helper) {
         return helper.error();
     }
-    auto api = docker_api::open(std::move(executor), options.engine);
+    auto api = docker_api::open(std::move(executor), options.engine,
+                                std::chrono::milliseconds(options.engine_timeout_ms));
     if (!api) {
         return api.error();
     }

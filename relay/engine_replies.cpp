@@ -54,6 +54,7 @@ boost::system::result<container_facts, relay_error> parse_container(std::string_
     out.id = std::move(*id);
     out.running = flag_at(*state, "Running");
     out.paused = flag_at(*state, "Paused");
+    out.oom_killed = flag_at(*state, "OOMKilled");
     out.user = text_at(*config, "User").value_or("");
     if (const auto* labels = child_object(*config, "Labels")) {
         out.compose_project = text_at(*labels, "com.docker.compose.project").value_or("");

@@ -25,6 +25,7 @@ struct container_facts {
     std::string user; // Config.User: "" (root), a name, or uid[:gid]
     bool running = false;
     bool paused = false;
+    bool oom_killed = false;     // State.OOMKilled: the kernel killed a process of it for memory
     std::string compose_project; // label com.docker.compose.project, when it has one
 };
 [[nodiscard]] boost::system::result<container_facts, relay_error> parse_container(std::string_view body);

@@ -141,7 +141,7 @@ class local_backend final : public backend {
     }
 
     asio::awaitable<boost::system::result<exec_output, relay_error>>
-    run_helper_as_root(std::vector<std::string>) override {
+    run_helper_as_root(std::vector<std::string>, std::chrono::milliseconds) override {
         co_return relay_error{
             relay_errc::environment,
             "the local backend cannot pin the egress proxy (it would edit this host's /etc/hosts)"};

@@ -42,6 +42,8 @@ options (both modes):
   --teardown-timeout-ms N   budget to stop a cancelled subject before destroying the environment (110000)
   --term-grace-ms N         TERM before KILL when settling (20000)
   --kill-grace-ms N         KILL before giving up when settling (10000)
+  --engine-timeout-ms N     docker: an engine request, or an exec's first answer, unanswered this long fails
+                            the trial with a clear error (30000)
   --helper PATH             maka-eval-helper to use (default: beside this binary, or on PATH)
   --work-dir DIR            local backend: where the scope file and artifacts go (default: a new temp dir)
   --cwd DIR                 the subject's working directory, absolute (docker exec -w; bridge: the runner's
@@ -142,6 +144,12 @@ boost::system::result<bool, relay_error> common_option(std::span<const std::stri
             return relay_error{relay_errc::usage, std::string(name) + " takes a number of milliseconds"};
         }
         (name == "--term-grace-ms" ? out.term_grace_ms : out.kill_grace_ms) = ms;
+    } else if (name == "--engine-timeout-ms") {
+        const auto v = value();
+        if (!v || !parse_u32(*v, out.engine_timeout_ms) || out.engine_timeout_ms == 0) {
+            return relay_error{relay_errc::usage,
+                               "--engine-timeout-ms takes a positive number of milliseconds"};
+        }
     } else if (name == "--helper" || name == "--work-dir" || name == "--policy-sidecar" ||
                name == "--compose-project" || name == "--compose-service" ||
                name == "--helper-in-container") {

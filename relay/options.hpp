@@ -36,6 +36,8 @@ struct common_options {
     std::uint32_t term_grace_ms = 20000;
     std::uint32_t kill_grace_ms = 10000;
     std::int64_t teardown_timeout_ms = 110000;
+    // docker: how long one engine request (or an exec's first answer) may go unanswered before it fails.
+    std::uint32_t engine_timeout_ms = 30000;
     log_format log = log_format::text;
     bool quiet = false;
     bool egress_required = false;           // MAKA_EVAL_EGRESS_REQUIRED == "1"

@@ -69,7 +69,8 @@ class trial : public std::enable_shared_from_this<trial> {
   public:
     trial(const trial_config& config, backend& env, phase_log& log, const asio::any_io_executor& executor)
         : config_(config), env_(env), log_(log), executor_(executor), events_(executor), socket_(executor),
-          signals_(executor, SIGTERM, SIGINT), teardown_(milliseconds(config.common.teardown_timeout_ms)) {}
+          signals_(executor, SIGTERM, SIGINT), stop_latch_(executor, clock_type::time_point::max()),
+          teardown_(milliseconds(config.common.teardown_timeout_ms)) {}
 
     asio::awaitable<trial_outcome> run();
 
@@ -89,6 +90,17 @@ class trial : public std::enable_shared_from_this<trial> {
     }
     asio::awaitable<std::optional<event>> next(std::optional<clock_type::time_point> deadline) {
         return events_.next(deadline);
+    }
+    // Before the subject starts, a backend call (the session, the egress gate) may wait on an environment
+    // that does not answer: a signal ends it at once (nullopt; the call is cancelled), so SIGTERM is honoured
+    // at any point. The signal stays in the event queue as well.
+    template <class T>
+    asio::awaitable<std::optional<T>> unless_signalled(asio::awaitable<T> call) {
+        auto done = co_await (std::move(call) || stop_latch_.async_wait(as_tuple(use_awaitable)));
+        if (done.index() == 1) {
+            co_return std::nullopt;
+        }
+        co_return std::move(std::get<0>(done));
     }
     asio::awaitable<bool> send_orchestrator(std::string line);
     asio::awaitable<trial_outcome> prepare_and_run();
@@ -143,6 +155,9 @@ class trial : public std::enable_shared_from_this<trial> {
     event_queue<event> events_;
     tcp::socket socket_;
     asio::signal_set signals_;
+    // Expires at the first signal (and stays expired): what unless_signalled races a call against.
+    asio::steady_timer stop_latch_;
+    int first_signal_ = 0;
     std::unique_ptr<helper_session> session_;
     std::optional<int> pgid_;
     std::string scope_path_;
@@ -162,6 +177,10 @@ asio::awaitable<void> trial::watch_signals() {
         auto [ec, sig] = co_await signals_.async_wait(as_tuple(use_awaitable));
         if (ec) {
             co_return;
+        }
+        if (first_signal_ == 0) {
+            first_signal_ = sig;
+            stop_latch_.expires_at(clock_type::time_point::min());
         }
         post({event::kind::signal, {}, {}, sig});
     }
@@ -271,7 +290,11 @@ asio::awaitable<trial_outcome> trial::prepare_and_run() {
     }
     asio::steady_timer connect_timer(executor_, connect_timeout);
     auto connected = co_await (asio::async_connect(socket_, endpoints, as_tuple(use_awaitable)) ||
-                               connect_timer.async_wait(as_tuple(use_awaitable)));
+                               connect_timer.async_wait(as_tuple(use_awaitable)) ||
+                               stop_latch_.async_wait(as_tuple(use_awaitable)));
+    if (connected.index() == 2) {
+        co_return cancelled_before_start(first_signal_);
+    }
     if (connected.index() == 1 || std::get<0>(std::get<0>(connected))) {
         co_return outcome(exit_transport_lost, "cannot connect to the orchestrator at " + config_.host + ":" +
                                                    std::to_string(config_.port));
@@ -279,11 +302,14 @@ asio::awaitable<trial_outcome> trial::prepare_and_run() {
     log_.phase("connected", {{"backend", env_.describe()}});
 
     // 2. The helper session; its `hello` gives the working directory and the isolation evidence.
-    auto session = co_await env_.open_session();
+    auto session = co_await unless_signalled(env_.open_session());
     if (!session) {
-        co_return outcome(exit_environment, session.error().message);
+        co_return cancelled_before_start(first_signal_);
     }
-    session_ = std::move(*session);
+    if (!*session) {
+        co_return outcome(exit_environment, session->error().message);
+    }
+    session_ = std::move(**session);
     spawn(read_helper());
     std::optional<contracts::hello_message> hello;
     const auto hello_deadline = clock_type::now() + hello_timeout;
@@ -320,9 +346,12 @@ asio::awaitable<trial_outcome> trial::prepare_and_run() {
 
     // 3. The egress gate, before `ready`: a refusal means the orchestrator never sees `ready`.
     if (config_.common.egress_required) {
-        auto refused = co_await gate(*hello);
-        if (refused.exit_code != exit_success) {
-            co_return refused;
+        auto refused = co_await unless_signalled(gate(*hello));
+        if (!refused) {
+            co_return cancelled_before_start(first_signal_);
+        }
+        if (refused->exit_code != exit_success) {
+            co_return *refused;
         }
     }
 
@@ -397,7 +426,7 @@ asio::awaitable<trial_outcome> trial::gate(const contracts::hello_message& hello
         co_return outcome(exit_environment, host.error().message);
     }
     std::vector<std::string> pin_args{"pin-proxy", "--host", *host}; // not braced inside co_await: GCC 12 bug
-    auto pinned = co_await env_.run_helper_as_root(std::move(pin_args));
+    auto pinned = co_await env_.run_helper_as_root(std::move(pin_args), milliseconds(0));
     const auto refused =
         outcome(exit_environment, policy::make_refusal(policy::gate_error::pin_failed).message);
     if (!pinned || pinned->exit_code != 0) {
@@ -638,12 +667,25 @@ asio::awaitable<std::string> trial::recover(std::string what) {
     // while the subject ran), else what a settle before us left of it.
     const auto now = clock_type::now();
     const auto final_deadline = teardown_.start(now);
-    const auto outcome = co_await env_.recover(pgid_, scope_path_, teardown_.settle_left(now));
+    log_.phase("recover", {{"settleLeftMs", std::to_string(teardown_.settle_left(now).count())}});
+    // The backend's own waits (an engine that stalls) end with the settle span, whatever they are.
+    asio::steady_timer settle_span(executor_, teardown_.settle_by(now));
+    auto raced = co_await (env_.recover(pgid_, scope_path_, teardown_.settle_left(now)) ||
+                           settle_span.async_wait(as_tuple(use_awaitable)));
+    if (raced.index() == 1) {
+        log_.error("the recovery did not finish within the settle span");
+    }
+    const auto outcome = raced.index() == 0 ? std::get<0>(raced) : recovery::failed;
     switch (outcome) {
     case recovery::settled:
         log_.phase("recovered", {{"how", "cancel without the supervisor"}});
         co_return "the supervisor " + what +
             "; the subject was stopped through a fresh cancel, the environment is intact";
+    case recovery::out_of_memory:
+        log_.phase("recovered", {{"how", "environment out of memory"}});
+        co_return "the environment ran out of memory while the subject ran: the kernel killed its main "
+                  "process (the engine records OOMKilled); nothing was left to stop, so it is left as it is "
+                  "for inspection";
     case recovery::environment_gone:
         log_.phase("recovered", {{"how", "environment no longer running"}});
         co_return "the environment stopped while the subject ran (killed from outside?); nothing was left "

@@ -1,0 +1,122 @@
+// An engine that accepts and never answers, at the OS edge: a real unix socket whose peer reads every
+// request and says nothing. The relay must neither hang on it nor keep a SIGTERM waiting.
+#include "relay/exit_codes.hpp"
+#include "relay/trial_fixture.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+namespace {
+
+using namespace maka_eval;
+using namespace maka_eval::test;
+namespace fs = std::filesystem;
+
+// Listens on a unix socket, accepts every connection and reads whatever comes, never writing a byte.
+class stalled_engine {
+  public:
+    stalled_engine() {
+        listener_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        REQUIRE(listener_ >= 0);
+        sockaddr_un address{};
+        address.sun_family = AF_UNIX;
+        const auto text = path_.string();
+        REQUIRE(text.size() < sizeof address.sun_path);
+        text.copy(address.sun_path, text.size());
+        // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API takes sockaddr*
+        REQUIRE(::bind(listener_, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0);
+        REQUIRE(::listen(listener_, 16) == 0);
+        thread_ = std::thread([this] { serve(); });
+    }
+    ~stalled_engine() {
+        stop_ = true;
+        thread_.join();
+        for (const int fd : peers_) {
+            ::close(fd);
+        }
+        ::close(listener_);
+        fs::remove(path_);
+    }
+    stalled_engine(const stalled_engine&) = delete;
+    stalled_engine& operator=(const stalled_engine&) = delete;
+
+    [[nodiscard]] std::string url() const { return "unix://" + path_.string(); }
+    // Whether a request's bytes arrived (the relay is now waiting for an answer).
+    [[nodiscard]] bool asked() const { return asked_; }
+
+  private:
+    void serve() {
+        while (!stop_) {
+            std::vector<pollfd> fds{{listener_, POLLIN, 0}};
+            for (const int fd : peers_) {
+                fds.push_back({fd, POLLIN, 0});
+            }
+            if (::poll(fds.data(), fds.size(), 50) <= 0) {
+                continue;
+            }
+            if ((fds[0].revents & POLLIN) != 0) {
+                const int peer = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+                if (peer >= 0) {
+                    peers_.push_back(peer);
+                }
+            }
+            for (std::size_t i = 1; i < fds.size(); ++i) {
+                if ((fds[i].revents & (POLLIN | POLLHUP)) != 0) {
+                    char buffer[4096];
+                    if (::read(fds[i].fd, buffer, sizeof buffer) > 0) {
+                        asked_ = true;
+                    }
+                }
+            }
+        }
+    }
+
+    fs::path path_ = fs::temp_directory_path() / ("stalled-engine-" + std::to_string(::getpid()) + ".sock");
+    int listener_ = -1;
+    std::vector<int> peers_;
+    std::atomic<bool> stop_{false};
+    std::atomic<bool> asked_{false};
+    std::thread thread_;
+};
+
+TEST_CASE("an engine that never answers: the trial fails after --engine-timeout-ms, saying so") {
+    const stalled_engine engine;
+    const auto begun = std::chrono::steady_clock::now();
+    trial t(subject({"--hold"}, "exit 0"),
+            {"--env", "docker:task", "--docker-host", engine.url(), "--engine-timeout-ms", "700"});
+    const auto o = t.finish();
+    CHECK(std::chrono::steady_clock::now() - begun < std::chrono::seconds(10));
+    CHECK(o.exit_code == relay::exit_environment);
+    INFO(o.relay_log);
+    CHECK(o.relay_log.find(": no answer to GET /containers/task/json within 700 ms (--engine-timeout-ms)") !=
+          std::string::npos);
+    CHECK(o.transcript.at("ready").is_null()); // the orchestrator never heard of a trial that cannot run
+}
+
+TEST_CASE("SIGTERM while the engine stalls: honoured at once, not after the engine's timeout") {
+    const stalled_engine engine;
+    trial t(subject({"--hold"}, "exit 0"),
+            {"--env", "docker:task", "--docker-host", engine.url(), "--teardown-timeout-ms", "2000"});
+    REQUIRE(eventually([&] { return engine.asked(); }, 10000));
+    const auto begun = std::chrono::steady_clock::now();
+    t.signal(SIGTERM);
+    const auto o = t.finish();
+    // The default engine timeout is 30 s: only the signal can end the trial this soon.
+    CHECK(std::chrono::steady_clock::now() - begun < std::chrono::seconds(2));
+    CHECK(o.exit_code == relay::exit_cancelled);
+    INFO(o.relay_log);
+    CHECK(o.relay_log.find("cancelled before the subject started") != std::string::npos);
+    CHECK(o.transcript.at("executed").is_null());
+}
+
+} // namespace
