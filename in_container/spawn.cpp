@@ -3,6 +3,7 @@
 
 #include "in_container/identity.hpp"
 #include "in_container/io.hpp"
+#include "in_container/oom_score.hpp"
 #include "in_container/process_table.hpp"
 
 #include <cerrno>
@@ -46,6 +47,11 @@ namespace {
     const scope_record record{self, status ? status->start_time : 0, plan.supervisor, plan.supervisor_start};
     if (!status || !publish_scope(plan.scope_path, record)) {
         report_and_exit(status_fd, 'S', errno, 111);
+    }
+    // Back to what the supervisor inherited before it lowered its own (oom_score.hpp). Raising needs no
+    // privilege; should it fail, the subject is merely as protected as its supervisor.
+    if (plan.oom_score_adj) {
+        (void)set_oom_score_adj(*plan.oom_score_adj);
     }
     if (plan.identity && !become(*plan.identity, groups)) {
         const int error = errno;

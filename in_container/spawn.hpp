@@ -27,6 +27,7 @@ struct spawn_plan {
     pid_t supervisor = 0;
     std::uint64_t supervisor_start = 0;
     std::optional<policy::subject_identity> identity; // who the subject runs as; nullopt: as we are
+    std::optional<int> oom_score_adj; // the subject's, set before it takes on its identity; nullopt: ours
 };
 
 enum class spawn_status {

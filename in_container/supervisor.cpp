@@ -9,6 +9,7 @@
 #include "in_container/follow_output.hpp"
 #include "in_container/identity.hpp"
 #include "in_container/io.hpp"
+#include "in_container/oom_score.hpp"
 #include "in_container/process_table.hpp"
 #include "in_container/root_state.hpp"
 #include "in_container/signals.hpp"
@@ -327,6 +328,10 @@ boost::system::result<report_message, supervision_error> supervision::run() {
     plan.supervisor = ::getpid();
     plan.supervisor_start = self ? self->start_time : 0;
     plan.identity = identity_;
+    // The supervisor must outlive a subject that exhausts the memory, to report it (oom_score.hpp).
+    if (const auto oom = protect_from_oom(); oom.lowered) {
+        plan.oom_score_adj = oom.inherited;
+    }
     (void)::getrusage(RUSAGE_CHILDREN, &children_before_);
     last_pid_before_ = last_pid_allocated();
     started_at_ = clock_type::now();

@@ -74,7 +74,7 @@ bool eventually(const std::function<bool()>& condition, int timeout_ms) {
     return condition();
 }
 
-session::session() : process({helper_binary, "session"}) {
+session::session(const std::vector<std::string>& argv) : process(argv) {
     const auto line = process.read_line();
     REQUIRE(line);
     auto message = contracts::parse_session_message(*line);

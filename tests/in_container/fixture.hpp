@@ -43,7 +43,8 @@ bool eventually(const std::function<bool()>& condition, int timeout_ms = 3000);
 // The helper in session mode; `start()` checks `hello` and sends the request.
 class session {
   public:
-    session();
+    // The helper's session; `argv` starts it some other way (a wrapper that changes what it inherits).
+    explicit session(const std::vector<std::string>& argv = {helper_binary, "session"});
     contracts::hello_message hello;
     void start(const contracts::run_request& request);
     // The next message of the given kind ("started", "exited", "settled", "error"); fails the test otherwise.

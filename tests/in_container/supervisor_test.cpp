@@ -8,6 +8,7 @@
 #include <csignal>
 #include <fstream>
 #include <thread>
+#include <unistd.h>
 
 #include <doctest/doctest.h>
 
@@ -78,6 +79,24 @@ TEST_CASE("a normal exit passes the frame through, keeps stdout and stderr apart
     CHECK((std::filesystem::status(dir.artifacts()).permissions() & std::filesystem::perms::all) ==
           std::filesystem::perms::owner_all);
     s.process.close_stdin(); // after a normal exit, EOF changes nothing
+    CHECK(s.process.wait() == 0);
+}
+
+TEST_CASE(
+    "the supervisor keeps out of the OOM killer's way where it may, the subject gets what it inherited") {
+    // Started with a raised oom_score_adj, which any process may lower again down to what its privileged
+    // ancestors allowed (0 here, or -1000 with CAP_SYS_RESOURCE).
+    scratch dir;
+    session s({"/bin/sh", "-c", "echo 300 > /proc/self/oom_score_adj && exec \"$0\" session", helper_binary});
+    s.start(dir.request({"sh", "-c", "cat /proc/self/oom_score_adj /proc/$PPID/oom_score_adj"}));
+    (void)started_of(s.next());
+    const auto report = report_of(s.next(), false);
+    CHECK(report.exit_code == 0);
+    const std::string out = read_text(dir.artifact(true));
+    INFO(out);
+    REQUIRE(out.starts_with("300\n"));    // the subject: exactly what its supervisor inherited
+    CHECK(std::stoi(out.substr(4)) <= 0); // the supervisor: as low as it was allowed
+    s.process.close_stdin();
     CHECK(s.process.wait() == 0);
 }
 
