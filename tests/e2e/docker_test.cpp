@@ -11,6 +11,7 @@
 #include "support/child_process.hpp"
 #include "support/process.hpp"
 
+#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -349,6 +350,92 @@ TEST_CASE("a SIGKILLed relay leaves nothing running: the helper settles on stdin
     require_engine();
     container c;
     killed_relay_leaves_nothing(c, base_env(), 3615);
+}
+
+// The teardown budget on the engine (README, cancellation): a 10 s budget, which an orchestrator may well
+// give, with the default 20 s TERM and 10 s KILL graces: they are fitted inside it, the subject is settled,
+// nothing is destroyed, and the relay is done within the budget.
+
+// The processes the engine counts in a container.
+int container_pids(const container& c) {
+    const auto r = docker({"stats", "--no-stream", "--format", "{{.PIDs}}", c.name});
+    return r.exit_code == 0 && !r.out.empty() && std::isdigit(static_cast<unsigned char>(r.out[0])) != 0
+               ? std::stoi(r.out)
+               : 0;
+}
+
+TEST_CASE("budget: a fork bomb at the pids limit, TERM ignored, is settled inside a 10 s budget") {
+    require_engine();
+    container c({"--pids-limit", "256"});
+    // Each level forks the next and becomes a TERM-ignoring sleep, until the kernel refuses forks.
+    trial t(in_container({}, "trap '' TERM; b() { b & exec sleep 3640; }; b"),
+            c.relay_args({"--teardown-timeout-ms", "10000"}));
+    t.wait_running(c.scope());
+    REQUIRE(eventually([&] { return container_pids(c) >= 200; }, 60000));
+    const auto begun = std::chrono::steady_clock::now();
+    t.signal(SIGTERM);
+    const auto o = t.finish();
+    CHECK(std::chrono::steady_clock::now() - begun < 10s);
+    CHECK(o.exit_code == relay::exit_cancelled);
+    CHECK(executed_of(o).at("termination").as_string() == "framework_timeout");
+    INFO(o.relay_log);
+    CHECK(o.relay_log.find("graces (") != std::string::npos);
+    CHECK(o.relay_log.find("settled (") != std::string::npos);
+    CHECK(o.relay_log.find("destroy") == std::string::npos);
+    CHECK(c.running());
+    CHECK(c.no_process_soon("sleep 3640"));
+}
+
+TEST_CASE("budget: the helper's stream ending while settling does not extend the budget") {
+    require_engine();
+    container c;
+    // The subject survives TERM (its trap only notes it) and names its supervisor.
+    trial t(in_container({}, "echo $PPID > /tmp/supervisor; trap ': > /tmp/got-term' TERM; "
+                             "while :; do sleep 3641; done"),
+            c.relay_args({"--teardown-timeout-ms", "10000"}));
+    t.wait_running(c.scope());
+    REQUIRE(eventually([&] { return !c.exec("cat /tmp/supervisor").out.empty(); }, 10000));
+    const auto begun = std::chrono::steady_clock::now();
+    t.signal(SIGTERM);
+    // The settle has begun (the subject got its TERM): now its supervisor vanishes.
+    REQUIRE(eventually([&] { return c.exec("test -e /tmp/got-term").exit_code == 0; }, 10000));
+    REQUIRE(c.exec("kill -9 \"$(cat /tmp/supervisor)\"").exit_code == 0);
+    const auto o = t.finish();
+    CHECK(std::chrono::steady_clock::now() - begun < 10s);
+    CHECK(o.exit_code == relay::exit_cancelled);
+    INFO(o.relay_log);
+    CHECK(o.relay_log.find("ended without a report while settling") != std::string::npos);
+    CHECK(o.relay_log.find("stopped through a fresh cancel") != std::string::npos);
+    CHECK(o.relay_log.find("destroy") == std::string::npos);
+    // The recovery got what the settle left of the span, not a fresh one.
+    const auto left = [&](const std::string& phase) {
+        const auto at = o.relay_log.find(phase + " (");
+        REQUIRE(at != std::string::npos);
+        const auto value = o.relay_log.find("settleLeftMs=", at);
+        REQUIRE(value != std::string::npos);
+        return std::stol(o.relay_log.substr(value + std::string_view("settleLeftMs=").size()));
+    };
+    CHECK(left("recover") < left("settle"));
+    CHECK(c.running());
+    CHECK(c.no_process_soon("sleep 3641"));
+}
+
+TEST_CASE("a container killed for memory is named as such") {
+    require_engine();
+    // Its main process waits for the subject's word, then grows past the memory limit: the kernel kills it,
+    // and with it the container.
+    container c({"--memory", "32m", "--memory-swap", "32m"}, "maka-eval-test-busybox:test",
+                {"sh", "-c",
+                 "while [ ! -e /tmp/go ]; do sleep 0.1; done; x=$(head -c 200000000 /dev/zero | tr '\\0' a); "
+                 "sleep 3642"});
+    trial t(in_container({}, ": > /tmp/go; sleep 3643"), c.relay_args());
+    const auto o = t.finish();
+    CHECK(o.exit_code == relay::exit_environment);
+    INFO(o.relay_log);
+    CHECK(o.relay_log.find("ran out of memory") != std::string::npos);
+    CHECK(o.relay_log.find("OOMKilled") != std::string::npos);
+    CHECK(o.relay_log.find("destroy") == std::string::npos);
+    CHECK(docker({"inspect", "-f", "{{.State.OOMKilled}}", c.name}).out == "true\n");
 }
 
 TEST_CASE("the container killed mid-run: a clear error, no hang, and the container left for inspection") {

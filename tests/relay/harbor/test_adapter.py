@@ -18,6 +18,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import socket
@@ -583,6 +584,30 @@ class Scenarios:
             return await exec_(command, **kwargs)
 
         t.env.exec = stalled
+
+    def test_a_flood_of_helper_lines_past_the_bridges_capacity_arrives_whole_and_in_order(self):
+        # The run's whole output reaches the relay at once when its exec ends: 40 lines ahead of the report,
+        # more than the 16 the relay takes before the trial reads any. None may be lost, the end of the
+        # session (after the report) least of all: the trial then completes as usual.
+        completed = frame('{"flood":1}')
+        t = Trial(self, self.module, f"echo '{completed}'")
+        exec_ = t.env.exec
+
+        async def flooding(command: str, **kwargs):
+            result = await exec_(command, **kwargs)
+            if "'run'" in command.split():
+                flood = "".join(json.dumps({"kind": "error", "version": 1, "code": "bad-request",
+                                            "message": f"flood {i:02d}"}) + "\n" for i in range(40))
+                result.stdout = flood + (result.stdout or "")
+            return result
+
+        t.env.exec = flooding
+        self.assertIsNone(t.run())
+        executed = t.orchestrator.transcript()["executed"]
+        self.assertEqual((executed["termination"], executed["exitCode"]), ("exited", 0))
+        self.assertEqual(executed["stdout"], '{"flood":1}')
+        log = t.relay_log()
+        self.assertEqual(re.findall(r"helper: flood (\d\d)", log), [f"{i:02d}" for i in range(40)])
 
     def test_a_term_ignoring_subject_in_a_2_s_budget_is_settled_without_destroy(self):
         # The graces are fitted inside the budget (TERM 720 ms, KILL 400 ms): the settle fits, so no destroy.
