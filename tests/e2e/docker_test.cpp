@@ -16,6 +16,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 
 #include <doctest/doctest.h>
 #include <openssl/evp.h>
@@ -364,14 +365,11 @@ int container_pids(const container& c) {
                : 0;
 }
 
-TEST_CASE("budget: a fork bomb at the pids limit, TERM ignored, is settled inside a 10 s budget") {
-    require_engine();
-    container c({"--pids-limit", "256"});
-    // Each level forks the next and becomes a TERM-ignoring sleep, until the kernel refuses forks.
-    trial t(in_container({}, "trap '' TERM; b() { b & exec sleep 3640; }; b"),
-            c.relay_args({"--teardown-timeout-ms", "10000"}));
+// SIGTERM to the relay under a 10 s budget once `ready_to_stop` holds: settled without destroy, inside it.
+void settled_inside_10_s(const container& c, trial& t, const std::string& marker,
+                         const std::function<bool()>& ready_to_stop) {
     t.wait_running(c.scope());
-    REQUIRE(eventually([&] { return container_pids(c) >= 200; }, 60000));
+    REQUIRE(eventually(ready_to_stop, 60000));
     const auto begun = std::chrono::steady_clock::now();
     t.signal(SIGTERM);
     const auto o = t.finish();
@@ -383,7 +381,24 @@ TEST_CASE("budget: a fork bomb at the pids limit, TERM ignored, is settled insid
     CHECK(o.relay_log.find("settled (") != std::string::npos);
     CHECK(o.relay_log.find("destroy") == std::string::npos);
     CHECK(c.running());
-    CHECK(c.no_process_soon("sleep 3640"));
+    CHECK(c.no_process_soon(marker));
+}
+
+TEST_CASE("budget: a TERM-ignoring subject is settled inside a 10 s budget, the default graces fitted") {
+    require_engine();
+    container c;
+    trial t(in_container({}, "trap '' TERM; : > /tmp/trapped; exec sleep 3644"),
+            c.relay_args({"--teardown-timeout-ms", "10000"}));
+    settled_inside_10_s(c, t, "sleep 3644", [&] { return c.exec("test -e /tmp/trapped").exit_code == 0; });
+}
+
+TEST_CASE("budget: a fork bomb at the pids limit, TERM ignored, is settled inside a 10 s budget") {
+    require_engine();
+    container c({"--pids-limit", "256"});
+    // Each level forks the next and becomes a TERM-ignoring sleep, until the kernel refuses forks.
+    trial t(in_container({}, "trap '' TERM; b() { b & exec sleep 3640; }; b"),
+            c.relay_args({"--teardown-timeout-ms", "10000"}));
+    settled_inside_10_s(c, t, "sleep 3640", [&] { return container_pids(c) >= 200; });
 }
 
 TEST_CASE("budget: the helper's stream ending while settling does not extend the budget") {
