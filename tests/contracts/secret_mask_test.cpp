@@ -1,0 +1,145 @@
+// The streaming secret masker against a whole-string reference, over every way a stream can be split.
+#include "contracts/python_text.hpp"
+#include "contracts/secret_mask.hpp"
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+namespace {
+
+using maka_eval::contracts::secret_forms;
+using maka_eval::contracts::secret_masker;
+
+// The reference: every occurrence of every form marked in the whole text, each run of marked bytes one "***".
+std::string reference(const std::string& text, const std::vector<std::string_view>& secrets) {
+    std::vector<bool> marked(text.size(), false);
+    for (const auto secret : secrets) {
+        if (secret.size() < secret_masker::min_secret_bytes) {
+            continue;
+        }
+        std::vector<std::string> forms{std::string(secret)};
+        for (auto& form : secret_forms(secret)) {
+            if (form.size() >= secret_masker::min_secret_bytes) {
+                forms.push_back(form);
+            }
+        }
+        for (const auto& form : forms) {
+            for (auto at = text.find(form); at != std::string::npos; at = text.find(form, at + 1)) {
+                std::fill(marked.begin() + static_cast<std::ptrdiff_t>(at),
+                          marked.begin() + static_cast<std::ptrdiff_t>(at + form.size()), true);
+            }
+        }
+    }
+    std::string out;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if (!marked[i]) {
+            out.push_back(text[i]);
+        } else if (i == 0 || !marked[i - 1]) {
+            out += "***";
+        }
+    }
+    return out;
+}
+
+std::string masked(const std::vector<std::string_view>& secrets, const std::vector<std::string>& chunks,
+                   std::uint64_t* count = nullptr) {
+    secret_masker masker(secrets);
+    std::string out;
+    for (const auto& chunk : chunks) {
+        masker.feed(chunk, out);
+    }
+    masker.finish(out);
+    if (count != nullptr) {
+        *count = masker.masked();
+    }
+    return out;
+}
+
+TEST_CASE("a value printed whole, split across writes, or byte by byte is masked the same") {
+    const std::vector<std::string_view> secrets{"sk-live-0123456789"};
+    const std::string text = "key=sk-live-0123456789\nagain sk-live-0123456789.";
+    std::uint64_t count = 0;
+    CHECK(masked(secrets, {text}, &count) == "key=***\nagain ***.");
+    CHECK(count == 2);
+    CHECK(masked(secrets, {"key=sk-live-01234", "56789\nagain sk-live-0123456789."}) ==
+          "key=***\nagain ***.");
+    std::vector<std::string> bytes;
+    for (const char ch : text) {
+        bytes.emplace_back(1, ch);
+    }
+    CHECK(masked(secrets, bytes) == "key=***\nagain ***.");
+}
+
+TEST_CASE("its base64 inside a longer encoding and its URL encoding are masked too") {
+    const std::string_view secret = "s3cr3t/value+1";
+    // An HTTP Basic header: base64 of "user:" followed by the value.
+    const std::string basic =
+        "Authorization: Basic " + maka_eval::contracts::python::b64encode("user:" + std::string(secret));
+    const auto out = masked({secret}, {basic});
+    CHECK(out.find("***") != std::string::npos);
+    CHECK(out.size() < basic.size() - 8);
+    CHECK(masked({secret}, {"GET /?token=s3cr3t%2Fvalue%2B1 HTTP/1.1"}) == "GET /?token=*** HTTP/1.1");
+    CHECK(masked({secret}, {"token=s3cr3t%2fvalue%2b1"}) == "token=***");
+}
+
+TEST_CASE("short values are not masked and are counted; overlapping values mask their union") {
+    secret_masker masker({"abc", "", "abcdef", "defghij"});
+    CHECK(masker.skipped() == 1);
+    std::string out;
+    masker.feed("xxabcdefghijyy abc", out);
+    masker.finish(out);
+    CHECK(out == "xx***yy abc");
+    CHECK(masker.masked() == 1);
+}
+
+TEST_CASE("nothing to mask is a pass-through; what is held back is bounded by the longest form") {
+    secret_masker none({});
+    std::string out;
+    none.feed("plain", out);
+    CHECK(out == "plain");
+    secret_masker masker({"0123456789abcdef"});
+    out.clear();
+    masker.feed(std::string(100000, 'x') + "0123456789abcde", out);
+    CHECK(out.size() >= 100000); // only the possible start of an occurrence waits
+    masker.finish(out);
+    CHECK(out == std::string(100000, 'x') + "0123456789abcde");
+}
+
+TEST_CASE("random texts, secrets and splits agree with the whole-string reference") {
+    std::mt19937 random(20261203);
+    const std::string alphabet = "ab/+=%2Fc";
+    auto text_of = [&](std::size_t n) {
+        std::string s;
+        for (std::size_t i = 0; i < n; ++i) {
+            s.push_back(alphabet[random() % alphabet.size()]);
+        }
+        return s;
+    };
+    for (int round = 0; round < 2000; ++round) {
+        std::vector<std::string> owned;
+        for (int k = 0; k < 1 + static_cast<int>(random() % 3); ++k) {
+            owned.push_back(text_of(1 + random() % 8));
+        }
+        const std::vector<std::string_view> secrets(owned.begin(), owned.end());
+        std::string text = text_of(random() % 200);
+        // Plant the secrets and their forms so that occurrences are common.
+        for (const auto& secret : owned) {
+            text.insert(random() % (text.size() + 1), secret);
+            const auto forms = secret_forms(secret);
+            text.insert(random() % (text.size() + 1), forms[random() % forms.size()]);
+        }
+        std::vector<std::string> chunks;
+        for (std::size_t at = 0; at < text.size();) {
+            const std::size_t n = 1 + random() % 17;
+            chunks.push_back(text.substr(at, n));
+            at += n;
+        }
+        CAPTURE(text);
+        CHECK(masked(secrets, chunks) == reference(text, secrets));
+    }
+}
+
+} // namespace
