@@ -100,9 +100,12 @@ class reader {
         return value->get_bool();
     }
 
-    std::vector<std::string> strings(std::string_view key) {
+    std::vector<std::string> strings(std::string_view key, bool required = true) {
         std::vector<std::string> out;
         const auto* value = object_.if_contains(key);
+        if (value == nullptr && !required) {
+            return out;
+        }
         if (value == nullptr || !value->is_array()) {
             fail(key);
             return out;
@@ -163,11 +166,15 @@ class reader {
 };
 
 json::object artifact_json(const artifact_summary& artifact) {
-    return {{"path", artifact.path},
-            {"bytes", artifact.bytes},
-            {"sha256", artifact.sha256},
-            {"written", artifact.written},
-            {"truncated", artifact.truncated}};
+    json::object out{{"path", artifact.path},
+                     {"bytes", artifact.bytes},
+                     {"sha256", artifact.sha256},
+                     {"written", artifact.written},
+                     {"truncated", artifact.truncated}};
+    if (artifact.masked > 0) {
+        out["masked"] = artifact.masked;
+    }
+    return out;
 }
 
 std::optional<artifact_summary> artifact_from(const json::object* object, std::string& where) {
@@ -178,6 +185,7 @@ std::optional<artifact_summary> artifact_from(const json::object* object, std::s
     artifact_summary out{r.text("path"), r.count("bytes"), r.text("sha256")};
     out.written = r.count("written", false, out.bytes);
     out.truncated = r.boolean("truncated", false);
+    out.masked = r.count("masked", false, 0);
     if (!r.ok()) {
         where = r.where();
         return std::nullopt;
@@ -204,23 +212,31 @@ struct to_json_visitor {
         for (const auto& arg : m.argv) {
             argv.emplace_back(arg);
         }
-        return {{"kind", "run"},
-                {"version", session_protocol_version},
-                {"argv", std::move(argv)},
-                {"cwd", m.cwd},
-                {"environment", to_json(m.environment)},
-                {"credentials", to_json(m.credentials)},
-                {"resultToken", m.result_token},
-                {"captureStdout", m.capture_stdout},
-                {"scopePath", m.scope_path},
-                {"artifactsDir", m.artifacts_dir},
-                {"termGraceMs", m.term_grace_ms},
-                {"killGraceMs", m.kill_grace_ms},
-                {"drainMs", m.drain_ms},
-                {"artifactLimitBytes", m.artifact_limit},
-                {"user", m.user},
-                {"keepLeftovers", m.keep_leftovers},
-                {"follow", m.follow}};
+        json::object out{{"kind", "run"},
+                         {"version", session_protocol_version},
+                         {"argv", std::move(argv)},
+                         {"cwd", m.cwd},
+                         {"environment", to_json(m.environment)},
+                         {"credentials", to_json(m.credentials)},
+                         {"resultToken", m.result_token},
+                         {"captureStdout", m.capture_stdout},
+                         {"scopePath", m.scope_path},
+                         {"artifactsDir", m.artifacts_dir},
+                         {"termGraceMs", m.term_grace_ms},
+                         {"killGraceMs", m.kill_grace_ms},
+                         {"drainMs", m.drain_ms},
+                         {"artifactLimitBytes", m.artifact_limit},
+                         {"user", m.user},
+                         {"keepLeftovers", m.keep_leftovers},
+                         {"follow", m.follow}};
+        if (!m.mask.empty()) {
+            json::array names;
+            for (const auto& name : m.mask) {
+                names.emplace_back(name);
+            }
+            out["mask"] = std::move(names);
+        }
+        return out;
     }
     json::object operator()(const cancel_request& m) const {
         return {{"kind", "cancel"}, {"version", session_protocol_version}, {"reason", m.reason}};
@@ -392,6 +408,7 @@ boost::system::result<session_message, failure> from_json(const json::object& ob
         m.user = r.text("user", false);
         m.keep_leftovers = r.boolean("keepLeftovers", false);
         m.follow = r.boolean("follow", false);
+        m.mask = r.strings("mask", false);
         if (r.ok() && m.argv.empty()) {
             r.fail("argv");
         }

@@ -84,6 +84,9 @@ struct run_request {
     // Send the subject's output as `output` messages while it runs (run --follow). Best effort: what the
     // session cannot take at once is dropped and counted, never waited for.
     bool follow = false;
+    // Names of `environment` entries whose values are masked out of the subject's output (artifacts and
+    // live output), as the credentials' values always are (secret_mask.hpp).
+    std::vector<std::string> mask;
 };
 
 struct cancel_request {
@@ -103,6 +106,7 @@ struct artifact_summary {
     std::string sha256;
     std::uint64_t written = 0; // bytes on disk: `bytes`, or the artifact limit when it was reached
     bool truncated = false;
+    std::uint64_t masked = 0; // occurrences of secret values replaced by *** in the file (secret_mask.hpp)
     friend bool operator==(const artifact_summary&, const artifact_summary&) = default;
 };
 

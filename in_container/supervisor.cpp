@@ -3,8 +3,10 @@
 
 #include "contracts/limits.hpp"
 #include "contracts/proc_status.hpp"
+#include "contracts/receipt.hpp"
 #include "contracts/result_frame.hpp"
 #include "contracts/secret.hpp"
+#include "contracts/secret_mask.hpp"
 #include "contracts/wire_json.hpp"
 #include "in_container/follow_output.hpp"
 #include "in_container/identity.hpp"
@@ -84,13 +86,40 @@ struct output_stream {
     int fd = -1;       // our read end; -1 once closed
     int artifact = -1; // the artifact file
     std::string path;
-    contracts::sha256 digest;
-    std::uint64_t bytes = 0;   // everything the subject wrote
-    std::uint64_t written = 0; // what went to disk: at most the artifact limit
+    contracts::sha256 digest;      // of everything the subject wrote (the report's)
+    contracts::sha256 file_digest; // of what went to disk, masked (the receipt's)
+    std::uint64_t bytes = 0;       // everything the subject wrote
+    std::uint64_t written = 0;     // what went to disk: at most the artifact limit
     std::uint64_t limit = contracts::default_artifact_limit_bytes;
     bool artifact_failed = false;
-    bool cut = false; // a byte was dropped at the limit (said once in the log)
+    int write_error = 0;                            // errno of the write the disk refused
+    bool cut = false;                               // a byte was dropped at the limit (said once in the log)
+    std::optional<contracts::secret_masker> masker; // nullopt: nothing to mask
+    std::string masked;                             // the masker's output for the current chunk
 
+    // The subject's bytes, masked, kept; `shown` is what was kept (for the live output). False only when
+    // the file cannot be written.
+    bool pass(std::string_view chunk, std::string_view& shown) {
+        if (!masker) {
+            shown = chunk;
+            return keep(chunk);
+        }
+        masked.clear();
+        masker->feed(chunk, masked);
+        shown = masked;
+        return keep(masked);
+    }
+    // The stream ended: what the masker held back.
+    bool finish(std::string_view& shown) {
+        shown = {};
+        if (!masker) {
+            return true;
+        }
+        masked.clear();
+        masker->finish(masked);
+        shown = masked;
+        return keep(masked);
+    }
     // Keeps what fits under the limit; false only when the file cannot be written.
     bool keep(std::string_view chunk) {
         if (artifact_failed) {
@@ -99,8 +128,10 @@ struct output_stream {
         const auto room = static_cast<std::size_t>(std::min<std::uint64_t>(limit - written, chunk.size()));
         if (room > 0 && !write_all(artifact, chunk.substr(0, room))) {
             artifact_failed = true;
+            write_error = errno;
             return false;
         }
+        file_digest.update(chunk.substr(0, room));
         written += room;
         if (room < chunk.size() && !cut) {
             cut = true;
@@ -112,7 +143,8 @@ struct output_stream {
     [[nodiscard]] contracts::artifact_summary summary() {
         contracts::artifact_summary out{path, bytes, digest.hex()};
         out.written = written;
-        out.truncated = written < bytes && !artifact_failed;
+        out.truncated = cut; // some byte was dropped at the limit
+        out.masked = masker ? masker->masked() : 0;
         return out;
     }
 };
@@ -126,6 +158,7 @@ class supervision {
             close_fd(s->artifact);
         }
         close_fd(usage_fd_);
+        close_fd(receipt_fd_);
     }
     supervision(const supervision&) = delete;
     supervision& operator=(const supervision&) = delete;
@@ -184,7 +217,12 @@ class supervision {
     pid_t drainer_ = -1;
     std::optional<follow_output> follow_; // session mode with `follow`: output to the relay as it comes
     int usage_fd_ = -1;                   // maka-subject.usage.json, written once the subject is done
-    rusage children_before_{};            // what the helper's own earlier children used (e.g. the probe)
+    contracts::sha256 usage_digest_;
+    std::uint64_t usage_bytes_ = 0;
+    int receipt_fd_ = -1; // maka-subject.receipt.json, written last
+    void build_maskers();
+    void write_receipt();
+    rusage children_before_{}; // what the helper's own earlier children used (e.g. the probe)
     std::optional<std::uint64_t> last_pid_before_;
     [[nodiscard]] contracts::subject_usage usage(std::uint64_t wall_ms) const;
 };
@@ -258,7 +296,8 @@ boost::system::result<void, supervision_error> supervision::prepare() {
     if (directory < 0 ||
         (out_.artifact = open_artifact(directory, contracts::stdout_artifact_name, group)) < 0 ||
         (err_.artifact = open_artifact(directory, contracts::stderr_artifact_name, group)) < 0 ||
-        (usage_fd_ = open_artifact(directory, contracts::usage_artifact_name, group)) < 0) {
+        (usage_fd_ = open_artifact(directory, contracts::usage_artifact_name, group)) < 0 ||
+        (receipt_fd_ = open_artifact(directory, contracts::receipt_artifact_name, group)) < 0) {
         const int error = errno;
         if (directory >= 0) {
             ::close(directory);
@@ -273,7 +312,33 @@ boost::system::result<void, supervision_error> supervision::prepare() {
     if (state_directory_ && !request_.keep_leftovers) {
         (void)stop_leftovers(*state_directory_);
     }
+    build_maskers();
     return {};
+}
+
+// Every credential's value, and the values of the environment entries `mask` names, masked out of both
+// artifacts and the live output (secret_mask.hpp). Built while the values are still here: they are wiped
+// once the subject has its copy.
+void supervision::build_maskers() {
+    std::vector<std::string_view> secrets;
+    for (const auto& [name, value] : request_.credentials) {
+        secrets.emplace_back(value);
+    }
+    for (const auto& [name, value] : request_.environment) {
+        if (std::find(request_.mask.begin(), request_.mask.end(), name) != request_.mask.end()) {
+            secrets.emplace_back(value);
+        }
+    }
+    const contracts::secret_masker masker(secrets);
+    if (masker.skipped() > 0) {
+        log_line(std::to_string(masker.skipped()) + " secret value(s) shorter than " +
+                 std::to_string(contracts::secret_masker::min_secret_bytes) +
+                 " bytes cannot be masked in the output");
+    }
+    if (!masker.empty()) {
+        out_.masker = masker;
+        err_.masker = masker;
+    }
 }
 
 std::vector<std::string> supervision::subject_environment() const {
@@ -530,24 +595,28 @@ void supervision::on_stream(output_stream& stream, bool is_stdout) {
     do {
         got = ::read(stream.fd, buffer, sizeof buffer);
     } while (got < 0 && errno == EINTR);
+    std::string_view shown;
+    bool kept = true;
     if (got <= 0) {
         close_fd(stream.fd);
-        return;
+        kept = stream.finish(shown);
+    } else {
+        const std::string_view chunk(buffer, static_cast<std::size_t>(got));
+        stream.bytes += chunk.size();
+        stream.digest.update(chunk);
+        if (is_stdout) {
+            carrier_.feed(chunk); // the frame is decoded from what the subject wrote, unmasked
+        }
+        kept = stream.pass(chunk, shown);
     }
-    const std::string_view chunk(buffer, static_cast<std::size_t>(got));
-    stream.bytes += chunk.size();
-    stream.digest.update(chunk);
-    if (!stream.keep(chunk)) {
+    if (!kept) {
         // Keep reading so the subject never blocks on a full pipe; the report still counts every byte.
-        log_line("cannot write " + stream.path + ": " + std::strerror(errno));
+        log_line("cannot write " + stream.path + ": " + std::strerror(stream.write_error));
     }
-    if (is_stdout) {
-        carrier_.feed(chunk);
-    }
-    if (follow_) {
+    if (follow_ && !shown.empty()) {
         follow_->offer(is_stdout ? contracts::output_stream_name::stdout_stream
                                  : contracts::output_stream_name::stderr_stream,
-                       chunk);
+                       shown);
     }
 }
 
@@ -653,10 +722,12 @@ void supervision::hand_off_streams() {
                 output_stream& s = i == 0 ? out_ : err_;
                 if (s.fd >= 0 && fds[i].revents != 0) {
                     const ssize_t got = ::read(s.fd, buffer, sizeof buffer);
+                    std::string_view shown;
                     if (got > 0) {
-                        (void)s.keep({buffer, static_cast<std::size_t>(got)});
+                        (void)s.pass({buffer, static_cast<std::size_t>(got)}, shown);
                     } else if (got == 0 || errno != EINTR) {
                         close_fd(s.fd);
+                        (void)s.finish(shown);
                     }
                 }
             }
@@ -665,6 +736,45 @@ void supervision::hand_off_streams() {
     }
     close_fd(out_.fd);
     close_fd(err_.fd);
+}
+
+// The receipt, after every artifact is synced: what a verifier checks the files against (receipt.hpp).
+// Synced itself before the report goes out, so that `executed` never precedes what it vouches for.
+void supervision::write_receipt() {
+    std::vector<contracts::artifact_receipt> entries;
+    for (auto* stream : {&out_, &err_}) {
+        if (stream->artifact >= 0 && !stream->artifact_failed && ::fdatasync(stream->artifact) != 0) {
+            stream->artifact_failed = true;
+            stream->write_error = errno;
+        }
+        contracts::artifact_receipt entry;
+        entry.name =
+            std::string(stream == &out_ ? contracts::stdout_artifact_name : contracts::stderr_artifact_name);
+        entry.bytes = stream->written;
+        entry.sha256 = stream->file_digest.hex();
+        entry.masked = stream->masker ? stream->masker->masked() : 0;
+        entry.complete = !stream->cut && !stream->artifact_failed && drainer_ <= 0;
+        entry.incomplete =
+            stream->artifact_failed
+                ? std::string("the disk refused a write: ") + std::strerror(stream->write_error)
+            : stream->cut  ? "cut at the artifact limit of " + std::to_string(stream->limit) + " bytes"
+            : drainer_ > 0 ? std::string("still written by a process the subject left running")
+                           : std::string();
+        entries.push_back(std::move(entry));
+    }
+    contracts::artifact_receipt usage_entry{
+        std::string(contracts::usage_artifact_name), usage_bytes_, usage_digest_.hex(), true, {}, 0};
+    if (usage_fd_ >= 0 && ::fdatasync(usage_fd_) != 0) {
+        usage_entry.complete = false;
+        usage_entry.incomplete = std::string("the disk refused a write: ") + std::strerror(errno);
+    }
+    entries.push_back(std::move(usage_entry));
+    const std::string text = contracts::to_wire(contracts::to_json(entries)) + "\n";
+    if (!write_all(receipt_fd_, text) || ::fdatasync(receipt_fd_) != 0) {
+        log_line("cannot write " + std::string(contracts::receipt_artifact_name) + ": " +
+                 std::strerror(errno));
+    }
+    close_fd(receipt_fd_);
 }
 
 report_message supervision::report() {
@@ -708,11 +818,16 @@ report_message supervision::report() {
     if (spawned_.status == spawn_status::started) {
         // After the leader was reaped: its time and its descendants' reaped time are ours to read now.
         m.usage = usage(m.run_ms); // the same span: start → the leader's exit
-        if (!write_all(usage_fd_, contracts::to_wire(contracts::to_json(*m.usage)) + "\n")) {
+        const std::string usage_line = contracts::to_wire(contracts::to_json(*m.usage)) + "\n";
+        if (write_all(usage_fd_, usage_line)) {
+            usage_digest_.update(usage_line);
+            usage_bytes_ = usage_line.size();
+        } else {
             log_line("cannot write " + std::string(contracts::usage_artifact_name) + ": " +
                      std::strerror(errno));
         }
     }
+    write_receipt();
     close_fd(usage_fd_);
     if (settling_) {
         m.settle_ms = ms_between(settle_started_, settled_at_);

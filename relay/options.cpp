@@ -42,6 +42,8 @@ options (both modes):
   --teardown-timeout-ms N   budget to stop a cancelled subject before destroying the environment (110000)
   --term-grace-ms N         TERM before KILL when settling (20000)
   --kill-grace-ms N         KILL before giving up when settling (10000)
+  --mask NAME               mask the value of variable NAME (-e, execute's environment, the task's) out of the
+                            subject's artifacts and live output as `***`, as every credential's value is
   --engine-timeout-ms N     docker: an engine request, or an exec's first answer, unanswered this long fails
                             the trial with a clear error (30000)
   --helper PATH             maka-eval-helper to use (default: beside this binary, or on PATH)
@@ -144,6 +146,13 @@ boost::system::result<bool, relay_error> common_option(std::span<const std::stri
             return relay_error{relay_errc::usage, std::string(name) + " takes a number of milliseconds"};
         }
         (name == "--term-grace-ms" ? out.term_grace_ms : out.kill_grace_ms) = ms;
+    } else if (name == "--mask") {
+        const auto v = value();
+        if (!v || !contracts::is_variable_name(*v)) {
+            return relay_error{relay_errc::usage,
+                               "--mask takes the NAME of a variable whose value is masked"};
+        }
+        out.mask.emplace_back(*v);
     } else if (name == "--engine-timeout-ms") {
         const auto v = value();
         if (!v || !parse_u32(*v, out.engine_timeout_ms) || out.engine_timeout_ms == 0) {

@@ -54,6 +54,8 @@ struct common_options {
     std::string user;                       // docker, local as root: the subject's user (docker exec -u)
     std::uint64_t artifact_limit = contracts::default_artifact_limit_bytes; // per artifact, on disk
     bool keep_leftovers = false; // do not stop what earlier trials' subjects left running
+    // --mask NAME: variables whose values are masked out of the subject's output like credentials' values.
+    std::vector<std::string> mask;
     // The task's own environment (Harbor's _persistent_env), from --task-env-fd: under `execute`'s.
     contracts::variables task_environment;
 };

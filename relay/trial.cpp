@@ -129,6 +129,13 @@ class trial : public std::enable_shared_from_this<trial> {
                              {"processes", std::to_string(usage_->processes)},
                              {"wallMs", std::to_string(usage_->wall_ms)}});
     }
+    // How many secret values were masked in the artifacts (never which).
+    void log_masking(const contracts::report_message& report) {
+        if (report.stdout_artifact.masked + report.stderr_artifact.masked > 0) {
+            log_.phase("masked", {{"stdout", std::to_string(report.stdout_artifact.masked)},
+                                  {"stderr", std::to_string(report.stderr_artifact.masked)}});
+        }
+    }
     void log_truncation(const contracts::report_message& report) {
         for (const auto* artifact : {&report.stdout_artifact, &report.stderr_artifact}) {
             if (artifact->truncated) {
@@ -458,6 +465,7 @@ asio::awaitable<trial_outcome> trial::supervise(const contracts::execute_request
     run.credentials = request.credentials;
     run.result_token = request.result_token;
     run.capture_stdout = request.capture_stdout;
+    run.mask = config_.common.mask;
     if (config_.follow != nullptr) {
         run.follow = env_.streams_live();
         if (!run.follow) {
@@ -539,6 +547,7 @@ asio::awaitable<trial_outcome> trial::supervise(const contracts::execute_request
                             {"diagnostic", std::string(contracts::to_string(report->diagnostic.kind))},
                             {"helperPeakRssKiB", std::to_string(report->peak_rss_kib)}});
                 note_usage(*report);
+                log_masking(*report);
                 log_truncation(*report);
                 // Artifacts are already in place (the helper streamed them): `executed` follows at once.
                 const contracts::executed_message executed{config_.token, contracts::termination::exited,
@@ -647,6 +656,7 @@ asio::awaitable<std::optional<contracts::report_message>> trial::settle(const st
                         {"settleMs", std::to_string(report->settle_ms)},
                         {"helperPeakRssKiB", std::to_string(report->peak_rss_kib)}});
             note_usage(*report);
+            log_masking(*report);
             co_return *report;
         }
     }
