@@ -41,5 +41,9 @@ inline constexpr std::string_view stderr_artifact_name = "maka-subject.stderr.tx
 // What the subject consumed (subject_usage as JSON), written by the helper when the subject is done.
 inline constexpr std::string_view usage_artifact_name = "maka-subject.usage.json";
 inline constexpr std::string_view scope_directory = "/logs/agent";
+// A root helper writes the artifacts in a root-only directory of this prefix inside the artifacts directory
+// and publishes them when the subject is done (in_container/artifact_store.hpp): a supervisor that vanished
+// leaves them there.
+inline constexpr std::string_view staging_directory_prefix = ".maka-eval-staging-";
 
 } // namespace maka_eval::contracts

@@ -69,9 +69,27 @@ secret_masker::secret_masker(const std::vector<std::string_view>& secrets) : nod
     }
     forms_ = forms.size();
     link();
+    if (forms.empty()) {
+        return;
+    }
+    window_ = 255;
+    for (const auto& form : forms) {
+        window_ = std::min(window_, form.size());
+    }
+    shift_.assign(std::size_t{1} << 16U, static_cast<std::uint8_t>(window_ - 1));
+    for (const auto& form : forms) {
+        for (std::size_t q = 0; q + 1 < window_; ++q) {
+            const unsigned pair = (unsigned{static_cast<unsigned char>(form[q])} << 8U) |
+                                  static_cast<unsigned char>(form[q + 1]);
+            shift_[pair] = std::min(shift_[pair], static_cast<std::uint8_t>(window_ - 2 - q));
+        }
+    }
 }
 
 std::uint32_t secret_masker::child(std::uint32_t at, unsigned char byte) const {
+    if (at == 0) {
+        return root_next_[byte];
+    }
     for (const auto& [label, to] : nodes_[at].next) {
         if (label == byte) {
             return to;
@@ -89,6 +107,9 @@ void secret_masker::add(std::string_view form) {
             to = static_cast<std::uint32_t>(nodes_.size());
             nodes_.push_back(node{{}, 0, nodes_[at].depth + 1, 0});
             nodes_[at].next.emplace_back(byte, to);
+            if (at == 0) {
+                root_next_[byte] = to;
+            }
         }
         at = to;
     }
@@ -131,16 +152,31 @@ void secret_masker::feed(std::string_view chunk, std::string& out) {
         out.append(chunk);
         return;
     }
-    const std::size_t base = pending_.size();
+    const std::uint64_t base = position_ + pending_.size();
     pending_.append(chunk);
-    mask_.resize(pending_.size(), false);
+    const auto* bytes = reinterpret_cast<const unsigned char*>(chunk.data());
     for (std::size_t i = 0; i < chunk.size(); ++i) {
-        state_ = step(state_, static_cast<unsigned char>(chunk[i]));
+        if (state_ == 0) {
+            while (i + window_ <= chunk.size()) {
+                const unsigned pair = (unsigned{bytes[i + window_ - 2]} << 8U) | bytes[i + window_ - 1];
+                if (shift_[pair] == 0) {
+                    break; // an occurrence may start at i: the automaton reads on from here
+                }
+                i += shift_[pair];
+            }
+            if (i >= chunk.size()) {
+                break;
+            }
+        }
+        state_ = step(state_, bytes[i]);
         if (const std::uint32_t length = nodes_[state_].longest; length > 0) {
-            // An occurrence ends here: mark what is not marked yet (each byte once, overlaps as a union).
-            const std::uint64_t end = position_ + base + i + 1;
-            for (std::uint64_t at = std::max(end - length, masked_end_); at < end; ++at) {
-                mask_[static_cast<std::size_t>(at - position_)] = true;
+            // An occurrence ends here: what it covers joins the masked stretches (as a union).
+            const std::uint64_t end = base + i + 1;
+            const std::uint64_t begin = std::max(end - length, masked_end_);
+            if (!masked_runs_.empty() && begin <= masked_runs_.back().second) {
+                masked_runs_.back().second = end;
+            } else {
+                masked_runs_.emplace_back(begin, end);
             }
             masked_end_ = end;
         }
@@ -158,20 +194,38 @@ void secret_masker::emit(std::size_t keep, std::string& out) {
     if (pending_.size() <= keep) {
         return;
     }
-    const std::size_t count = pending_.size() - keep;
-    for (std::size_t i = 0; i < count; ++i) {
-        if (!mask_[i]) {
-            out.push_back(pending_[i]);
+    const std::uint64_t until = position_ + (pending_.size() - keep);
+    std::uint64_t at = position_;
+    while (at < until) {
+        if (masked_runs_.empty() || masked_runs_.front().first >= until) {
+            out.append(pending_, static_cast<std::size_t>(at - position_),
+                       static_cast<std::size_t>(until - at));
             last_out_masked_ = false;
-        } else if (!last_out_masked_) {
+            at = until;
+            break;
+        }
+        auto& run = masked_runs_.front();
+        if (run.first > at) {
+            out.append(pending_, static_cast<std::size_t>(at - position_),
+                       static_cast<std::size_t>(run.first - at));
+            last_out_masked_ = false;
+            at = run.first;
+        }
+        // A stretch that continues one already shown (emitted before, or touching it) adds no second ***.
+        if (!last_out_masked_) {
             out.append(replacement);
-            last_out_masked_ = true;
             ++masked_;
         }
+        last_out_masked_ = true;
+        at = std::min(run.second, until);
+        if (run.second <= until) {
+            masked_runs_.erase(masked_runs_.begin());
+        } else {
+            run.first = until; // the rest of it waits with the pending bytes
+        }
     }
-    pending_.erase(0, count);
-    mask_.erase(mask_.begin(), mask_.begin() + static_cast<std::ptrdiff_t>(count));
-    position_ += count;
+    pending_.erase(0, static_cast<std::size_t>(until - position_));
+    position_ = until;
 }
 
 } // namespace maka_eval::contracts

@@ -56,13 +56,22 @@ class secret_masker {
     void emit(std::size_t keep, std::string& out);
 
     std::vector<node> nodes_;
+    std::uint32_t root_next_[256] =
+        {}; // the root's transitions, dense: most bytes of a stream are read there
+    // Wu–Manber's shift table over the forms' first `window_` bytes: from the root, when the last two bytes
+    // of the window starting at i have shift s > 0, no occurrence starts at i … i+s-1, so the automaton
+    // passes over them without stepping (most of a stream, a table lookup every few bytes).
+    std::vector<std::uint8_t> shift_;
+    std::size_t window_ = 0; // the shortest form's length, at most 255
     std::size_t forms_ = 0;
     std::size_t skipped_ = 0;
     std::uint32_t state_ = 0;
-    std::string pending_;          // bytes that may still be part of an occurrence
-    std::vector<bool> mask_;       // per pending byte: inside an occurrence
-    std::uint64_t position_ = 0;   // stream offset of pending_[0]
-    std::uint64_t masked_end_ = 0; // stream offset one past the last byte marked
+    std::string pending_;        // bytes that may still be part of an occurrence
+    std::uint64_t position_ = 0; // stream offset of pending_[0]
+    // The masked stretches of what is pending, [begin, end) in stream offsets: sorted, apart from each
+    // other (touching or overlapping ones are merged as they are found).
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> masked_runs_;
+    std::uint64_t masked_end_ = 0; // stream offset one past the last byte masked
     bool last_out_masked_ = false; // the last byte emitted was masked (a run continues across emits)
     std::uint64_t masked_ = 0;
 };

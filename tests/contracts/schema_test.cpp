@@ -1,6 +1,8 @@
 // The JSON Schemas in contracts/schema/ against the golden lines: every key a line carries is a declared
 // property, every required property is there, and primitive types and constants agree. Keeps the schemas
 // honest when a message changes.
+#include "contracts/digest.hpp"
+#include "contracts/receipt.hpp"
 #include "contracts/wire_json.hpp"
 
 #include <filesystem>
@@ -88,14 +90,28 @@ TEST_CASE("every session golden line conforms to its schema") {
     CHECK(checked == 10);
 }
 
-TEST_CASE("the schema directory holds exactly the messages of both protocols") {
+TEST_CASE("the artifacts' receipt conforms to its schema, an incomplete artifact's reason included") {
+    const auto schema = load("receipt");
+    const std::vector<artifact_receipt> entries{
+        {"maka-subject.stdout.txt", 10, sha256_hex("0123456789"), true, {}, 2},
+        {"maka-subject.stderr.txt", 0, sha256_hex(""), false, "cut at the artifact limit of 0 bytes", 0}};
+    const auto receipt = to_json(entries);
+    check_against(schema, receipt);
+    const auto& item =
+        schema.at("properties").as_object().at("artifacts").as_object().at("items").as_object();
+    for (const auto& entry : receipt.at("artifacts").as_array()) {
+        check_against(item, entry.as_object());
+    }
+}
+
+TEST_CASE("the schema directory holds exactly the messages of both protocols, and the receipt") {
     int count = 0;
     for (const auto& entry :
          std::filesystem::directory_iterator(std::string(MAKA_EVAL_TEST_DATA) + "/../contracts/schema")) {
         CHECK(entry.path().string().ends_with(".schema.json"));
         ++count;
     }
-    CHECK(count == 13);
+    CHECK(count == 14);
 }
 
 } // namespace
