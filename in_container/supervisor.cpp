@@ -8,6 +8,7 @@
 #include "contracts/secret.hpp"
 #include "contracts/secret_mask.hpp"
 #include "contracts/wire_json.hpp"
+#include "in_container/artifact_store.hpp"
 #include "in_container/follow_output.hpp"
 #include "in_container/identity.hpp"
 #include "in_container/io.hpp"
@@ -50,36 +51,6 @@ std::uint64_t ms_between(clock_type::time_point a, clock_type::time_point b) {
 std::string signal_name(int sig) {
     const char* abbrev = ::sigabbrev_np(sig);
     return abbrev != nullptr ? abbrev : std::to_string(sig);
-}
-
-// The artifacts directory: used as it is when it exists as a real directory (whoever owns it: Harbor's bind
-// mount is often root's, mode 755 or 1777), created 0700 when it does not, as the original created it; never
-// through a symbolic link. Returns an O_PATH descriptor for openat, or -1 with errno.
-int open_artifacts_directory(const std::string& path) {
-    std::string partial;
-    std::size_t pos = 0;
-    while (pos != std::string::npos) {
-        pos = path.find('/', pos + 1);
-        partial = path.substr(0, pos);
-        if (!partial.empty() && ::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST) {
-            return -1;
-        }
-    }
-    return open_retry(path, O_PATH | O_DIRECTORY | O_NOFOLLOW);
-}
-
-// A fresh inode every trial: a descriptor an earlier trial kept (a leftover process, an old drainer) can
-// never write into this trial's file. Owned by the supervisor, readable by the subject's group.
-int open_artifact(int directory, std::string_view name_view, gid_t group) {
-    const std::string name(name_view);
-    if (::unlinkat(directory, name.c_str(), 0) != 0 && errno != ENOENT) {
-        return -1;
-    }
-    const int fd = open_retry(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0640, directory);
-    if (fd >= 0 && ::geteuid() == 0 && group != 0) {
-        (void)::fchown(fd, 0, group);
-    }
-    return fd;
 }
 
 struct output_stream {
@@ -129,6 +100,16 @@ struct output_stream {
         if (room > 0 && !write_all(artifact, chunk.substr(0, room))) {
             artifact_failed = true;
             write_error = errno;
+            // Part of it may be on disk (a full disk takes what fits): the receipt describes the file as it
+            // is.
+            struct stat info {};
+            if (::fstat(artifact, &info) == 0 && static_cast<std::uint64_t>(info.st_size) > written &&
+                static_cast<std::uint64_t>(info.st_size) - written <= room) {
+                const auto partial =
+                    static_cast<std::size_t>(static_cast<std::uint64_t>(info.st_size) - written);
+                file_digest.update(chunk.substr(0, partial));
+                written += partial;
+            }
             return false;
         }
         file_digest.update(chunk.substr(0, room));
@@ -220,6 +201,7 @@ class supervision {
     contracts::sha256 usage_digest_;
     std::uint64_t usage_bytes_ = 0;
     int receipt_fd_ = -1; // maka-subject.receipt.json, written last
+    std::optional<artifact_store> store_;
     void build_maskers();
     void write_receipt();
     rusage children_before_{}; // what the helper's own earlier children used (e.g. the probe)
@@ -286,31 +268,32 @@ boost::system::result<void, supervision_error> supervision::prepare() {
     if (state_directory_ && other_uid) {
         request_.scope_path = scope_location(*state_directory_, request_.scope_path);
     }
+    // What an earlier trial's subject left running is stopped before anything of this trial exists.
+    if (state_directory_ && !request_.keep_leftovers) {
+        (void)stop_leftovers(*state_directory_);
+    }
     const std::string dir =
         request_.artifacts_dir.empty() ? std::string(contracts::artifacts_directory) : request_.artifacts_dir;
     out_.path = dir + "/" + std::string(contracts::stdout_artifact_name);
     err_.path = dir + "/" + std::string(contracts::stderr_artifact_name);
     out_.limit = err_.limit = request_.artifact_limit;
-    const int directory = open_artifacts_directory(dir);
-    const gid_t group = identity_ ? identity_->gid : ::getgid();
-    if (directory < 0 ||
-        (out_.artifact = open_artifact(directory, contracts::stdout_artifact_name, group)) < 0 ||
-        (err_.artifact = open_artifact(directory, contracts::stderr_artifact_name, group)) < 0 ||
-        (usage_fd_ = open_artifact(directory, contracts::usage_artifact_name, group)) < 0 ||
-        (receipt_fd_ = open_artifact(directory, contracts::receipt_artifact_name, group)) < 0) {
-        const int error = errno;
-        if (directory >= 0) {
-            ::close(directory);
-        }
+    const auto unavailable = [](const std::string& why) {
         return supervision_error{contracts::helper_fault::artifacts_unavailable,
-                                 "Maka Eval could not prepare subject artifact output: " + dir + ": " +
-                                     (error == ELOOP || error == ENOTDIR
-                                          ? "not a directory (a symbolic link?)"
-                                          : std::strerror(error))};
+                                 "Maka Eval could not prepare subject artifact output: " + why};
+    };
+    auto store = artifact_store::open(dir, identity_ ? identity_->gid : ::getgid());
+    if (!store) {
+        return unavailable(store.error());
     }
-    ::close(directory);
-    if (state_directory_ && !request_.keep_leftovers) {
-        (void)stop_leftovers(*state_directory_);
+    store_.emplace(std::move(*store));
+    for (const auto& [fd, name] : {std::pair{&out_.artifact, contracts::stdout_artifact_name},
+                                   std::pair{&err_.artifact, contracts::stderr_artifact_name},
+                                   std::pair{&usage_fd_, contracts::usage_artifact_name},
+                                   std::pair{&receipt_fd_, contracts::receipt_artifact_name}}) {
+        const bool small = fd == &usage_fd_ || fd == &receipt_fd_;
+        if ((*fd = store_->create(name, small ? 4096 : 0)) < 0) {
+            return unavailable(dir + "/" + std::string(name) + ": " + std::strerror(errno));
+        }
     }
     build_maskers();
     return {};
@@ -741,6 +724,9 @@ void supervision::hand_off_streams() {
 // The receipt, after every artifact is synced: what a verifier checks the files against (receipt.hpp).
 // Synced itself before the report goes out, so that `executed` never precedes what it vouches for.
 void supervision::write_receipt() {
+    if (!store_) {
+        return;
+    }
     std::vector<contracts::artifact_receipt> entries;
     for (auto* stream : {&out_, &err_}) {
         if (stream->artifact >= 0 && !stream->artifact_failed && ::fdatasync(stream->artifact) != 0) {
@@ -775,6 +761,15 @@ void supervision::write_receipt() {
                  std::strerror(errno));
     }
     close_fd(receipt_fd_);
+    // Into place, the receipt last: whoever sees it sees the files it vouches for.
+    for (const auto name : {contracts::stdout_artifact_name, contracts::stderr_artifact_name,
+                            contracts::usage_artifact_name, contracts::receipt_artifact_name}) {
+        if (!store_->publish(name)) {
+            log_line("cannot publish " + std::string(name) + " into " +
+                     out_.path.substr(0, out_.path.rfind('/')) + ": " + std::strerror(errno));
+        }
+    }
+    store_->finish();
 }
 
 report_message supervision::report() {

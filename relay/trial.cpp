@@ -172,6 +172,7 @@ class trial : public std::enable_shared_from_this<trial> {
     milliseconds heartbeat_{0};
     clock_type::time_point last_heard_ = clock_type::now();
     bool host_teardown_ = false;
+    bool root_helper_ = false; // it stages the artifacts and publishes them at the end (artifact_store.hpp)
     bool executed_sent_ = false;
     // One deadline for the whole teardown: settle, recovery and destroy share it (teardown_budget.hpp).
     teardown_deadline teardown_;
@@ -346,6 +347,7 @@ asio::awaitable<trial_outcome> trial::prepare_and_run() {
                               : hello->uid == 0                             ? "root-subject"
                                                                             : "same-uid";
     heartbeat_ = milliseconds(hello->heartbeat_ms);
+    root_helper_ = hello->supervisor_uid == 0;
     log_.phase("helper", {{"cwd", hello->cwd},
                           {"helper", hello->helper_version},
                           {"subjectUid", std::to_string(hello->uid)},
@@ -686,20 +688,27 @@ asio::awaitable<std::string> trial::recover(std::string what) {
         log_.error("the recovery did not finish within the settle span");
     }
     const auto outcome = raced.index() == 0 ? std::get<0>(raced) : recovery::failed;
+    // A root supervisor publishes the artifacts only at the end: the one that vanished left them staged.
+    const std::string staged =
+        root_helper_ && pgid_ ? "; what the subject wrote so far is in " + env_.artifacts_dir() + "/" +
+                                    std::string(contracts::staging_directory_prefix) + "* (never published)"
+                              : std::string();
     switch (outcome) {
     case recovery::settled:
         log_.phase("recovered", {{"how", "cancel without the supervisor"}});
         co_return "the supervisor " + what +
-            "; the subject was stopped through a fresh cancel, the environment is intact";
+            "; the subject was stopped through a fresh cancel, the environment is intact" + staged;
     case recovery::out_of_memory:
         log_.phase("recovered", {{"how", "environment out of memory"}});
         co_return "the environment ran out of memory while the subject ran: the kernel killed its main "
                   "process (the engine records OOMKilled); nothing was left to stop, so it is left as it is "
-                  "for inspection";
+                  "for inspection" +
+            staged;
     case recovery::environment_gone:
         log_.phase("recovered", {{"how", "environment no longer running"}});
         co_return "the environment stopped while the subject ran (killed from outside?); nothing was left "
-                  "to stop, so it is left as it is for inspection";
+                  "to stop, so it is left as it is for inspection" +
+            staged;
     case recovery::failed:
         break;
     }

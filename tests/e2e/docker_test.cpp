@@ -243,6 +243,96 @@ TEST_CASE("environment and credentials reach the subject, no credential in argv,
     CHECK(c.exec(find_canary).out.empty());
 }
 
+// Artifacts you can trust (README, security): masked, the helper's own files, with a receipt.
+
+// The receipt in container `c`, each entry checked against the file it names.
+boost::json::array checked_receipt(const container& c) {
+    const auto text = c.exec("cat /logs/artifacts/maka-subject.receipt.json").out;
+    auto receipt = contracts::parse_object(text, 1 << 20);
+    REQUIRE(receipt);
+    auto artifacts = receipt->at("artifacts").as_array();
+    for (const auto& entry : artifacts) {
+        const auto& a = entry.as_object();
+        const std::string path = "/logs/artifacts/" + std::string(a.at("name").as_string());
+        CAPTURE(path);
+        CHECK(c.exec("test -f " + path + " && ! test -L " + path).exit_code == 0);
+        CHECK(c.exec("wc -c < " + path).out ==
+              std::to_string(a.at("bytes").to_number<std::uint64_t>()) + "\n");
+        CHECK(c.exec("sha256sum " + path + " | cut -c1-64").out ==
+              std::string(a.at("sha256").as_string()) + "\n");
+    }
+    return artifacts;
+}
+
+TEST_CASE("masking: a credential the subject prints is in no artifact, the frame is decoded as before") {
+    require_engine();
+    container c;
+    const std::string canary = "canary-mask-" + std::to_string(::getpid());
+    auto orchestrator_env = base_env();
+    orchestrator_env.push_back("API_KEY=" + canary);
+    trial t(in_container(
+                {"--credential", "API_KEY"},
+                "echo \"key $API_KEY\"; echo \"$API_KEY\" >&2; printf %s \"$API_KEY\" | dd bs=1 2>/dev/null; "
+                "echo; \"$HELPER\" frame ok"),
+            c.relay_args(), base_env(), orchestrator_env);
+    const auto o = t.finish();
+    CHECK(o.exit_code == relay::exit_success);
+    CHECK(executed_of(o).at("stdout").as_string() == "ok");
+    CHECK(c.exec("grep -r " + canary + " /logs/artifacts").exit_code != 0);
+    CHECK(c.exec("cat /logs/artifacts/maka-subject.stdout.txt").out.starts_with("key ***\n***\n"));
+    CHECK(c.exec("cat /logs/artifacts/maka-subject.stderr.txt").out == "***\n");
+    INFO(o.relay_log);
+    CHECK(o.relay_log.find("masked (") != std::string::npos);
+    CHECK(o.relay_log.find("stdout=2 stderr=1") != std::string::npos);
+    const auto artifacts = checked_receipt(c);
+    CHECK(artifacts.size() == 3);
+    CHECK(artifacts.at(0).as_object().at("complete").as_bool());
+}
+
+TEST_CASE(
+    "artifacts: a uid-1000 subject that replaces them in a 777 /logs/artifacts changes nothing on disk") {
+    require_engine();
+    container c({"--user", "1000:1000"});
+    REQUIRE(c.exec("chmod 777 /logs/artifacts").exit_code == 0);
+    trial t(in_container({},
+                         "echo real-output; "
+                         "ls /logs/artifacts/.maka-eval-staging-* >/dev/null 2>&1 || echo staging-refused; "
+                         "echo FORGED > /logs/artifacts/maka-subject.stdout.txt; "
+                         "mkdir /logs/artifacts/maka-subject.stderr.txt; "
+                         "ln -s /etc/passwd /logs/artifacts/maka-subject.usage.json; "
+                         "mkfifo /logs/artifacts/maka-subject.receipt.json; \"$HELPER\" frame '{}'"),
+            c.relay_args());
+    const auto o = t.finish();
+    CHECK(o.exit_code == relay::exit_success);
+    INFO(o.relay_log);
+    CHECK(c.exec("cat /logs/artifacts/maka-subject.stdout.txt")
+              .out.starts_with("real-output\nstaging-refused\n"));
+    CHECK(c.exec("stat -c '%u:%g %a' /logs/artifacts/maka-subject.stdout.txt").out == "0:1000 640\n");
+    // What was planted is replaced, or moved aside when it is a directory; nothing followed.
+    CHECK(c.exec("ls -d /logs/artifacts/maka-subject.stderr.txt.in-the-way-*").exit_code == 0);
+    CHECK(c.exec("grep -c root: /logs/artifacts/maka-subject.usage.json").out == "0\n");
+    checked_receipt(c);
+    // The staging directory is gone once everything is published.
+    CHECK(c.exec("ls -a /logs/artifacts | grep -c staging").out == "0\n");
+    // And the next trial in the same directory starts clean.
+    trial next(in_container({}, "echo second; \"$HELPER\" frame '{}'"), c.relay_args());
+    CHECK(next.finish().exit_code == relay::exit_success);
+    CHECK(c.exec("cat /logs/artifacts/maka-subject.stdout.txt").out.starts_with("second\n"));
+    checked_receipt(c);
+}
+
+TEST_CASE("artifacts: a full disk is said in the receipt (complete: false), which is still written") {
+    require_engine();
+    container c({"--tmpfs", "/logs/artifacts:size=256k,mode=0755"});
+    trial t(in_container({}, "head -c 2000000 /dev/zero | tr '\\0' x; echo done >&2"), c.relay_args());
+    const auto o = t.finish();
+    CHECK(o.exit_code == relay::exit_success);
+    const auto artifacts = checked_receipt(c);
+    const auto& out = artifacts.at(0).as_object();
+    CHECK_FALSE(out.at("complete").as_bool());
+    CHECK(out.at("incomplete").as_string() == "the disk refused a write: No space left on device");
+}
+
 // The egress gate: a sidecar holds the policy's namespace; MAKA_EVAL_EGRESS_REQUIRED=1.
 struct egress_cell {
     container sidecar{{"--cap-drop", "NET_RAW"}};
@@ -467,8 +557,13 @@ TEST_CASE("the container killed mid-run: a clear error, no hang, and the contain
     INFO(o.relay_log);
     CHECK(o.relay_log.find("left as it is for inspection") != std::string::npos);
     CHECK(o.relay_log.find("destroy") == std::string::npos);
-    // Nothing runs any more, so nothing was destroyed: the artifacts are still there to look at.
-    REQUIRE(docker({"cp", c.name + ":/logs/artifacts/maka-subject.stdout.txt", "-"}).exit_code == 0);
+    // Nothing runs any more, so nothing was destroyed: what the subject wrote is still there to look at,
+    // staged (never published: its supervisor did not get to the end), and the log says where.
+    CHECK(o.relay_log.find("/logs/artifacts/.maka-eval-staging-* (never published)") != std::string::npos);
+    const auto copied = docker({"cp", c.name + ":/logs/artifacts", "-"});
+    REQUIRE(copied.exit_code == 0);
+    CHECK(copied.out.find(".maka-eval-staging-") != std::string::npos);
+    CHECK(copied.out.find("evidence\n") != std::string::npos);
 }
 
 TEST_CASE("errors name the problem: a missing container, a paused one") {
