@@ -25,9 +25,11 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import resource
 import signal
 import statistics
+import string
 import subprocess
 import sys
 import tempfile
@@ -176,6 +178,36 @@ def memory(relay, rows):
                      f"{ratio:.2f}× the trial without --follow ({fmt(plain, 'ms')}); "
                      f"{statistics.median(followed) / statistics.median(streamed):.2f}× a bare `docker exec` "
                      f"streaming the 100 MiB out ({fmt(streamed, 'ms')})"))
+    finally:
+        c.remove()
+
+
+def masking(relay, rows):
+    """1 GiB of agent-like text through a trial, with 16 credentials masked and without: the cost of masking
+    (the subject echoes one of them every so often, so there is something to mask) and the helper's memory."""
+    c = Container("maka-bench-masking")
+    try:
+        run_trial(relay, c.name, "true")
+        rng = random.Random(20261203)
+        alphabet = string.ascii_letters + string.digits
+        values = {f"BENCH_KEY_{i}": "".join(rng.choice(alphabet) for _ in range(40)) for i in range(16)}
+        env = {**os.environ, **values}
+        script = ("yes '2026-12-03T20:00:00Z INFO step 12: called tool read_file {\"path\": \"src/main.py\"} "
+                  "-> 200 OK (1543 bytes)' | head -c 1073741824; echo \"$BENCH_KEY_3\"")
+        credentials = [a for name in values for a in ("--credential", name)]
+        plain, masked, helper_rss, counts = [], [], [], []
+        for _ in range(3):
+            wall, _, _ = run_trial(relay, c.name, script, env=env)
+            plain.append(wall * 1000)
+            wall, _, ph = run_trial(relay, c.name, script, extra=credentials, env=env)
+            masked.append(wall * 1000)
+            helper_rss.append(int(ph["exited"]["helperPeakRssKiB"]) / 1024)
+            counts.append(int(ph.get("masked", {}).get("stdout", 0)))
+        assert all(n == 1 for n in counts), counts
+        ratio = statistics.median(masked) / statistics.median(plain)
+        rows.append(("subject prints 1 GiB with 16 credentials masked (40 bytes each: 64 forms)",
+                     f"{fmt(masked, 'ms')}, helper peak RSS {fmt(helper_rss, 'MiB')}",
+                     f"{ratio:.2f}× the same trial without credentials ({fmt(plain, 'ms')}); target ≤ 1.10×"))
     finally:
         c.remove()
 
@@ -427,8 +459,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", required=True)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
-    parser.add_argument("--only", help="one measurement: overhead, cold, cancel, memory, concurrent, projection, "
-                                       "tls, bridge")
+    parser.add_argument("--only", help="one measurement: overhead, cold, cancel, memory, masking, concurrent, "
+                                       "projection, tls, bridge")
     args = parser.parse_args()
     relay = f"{args.build}/relay/maka-eval-relay"
     repeats = 5 if args.quick else 15
@@ -438,6 +470,7 @@ def main():
         "cold": lambda: cold(relay, repeats, rows),
         "cancel": lambda: cancel(relay, 3 if args.quick else 5, rows),
         "memory": lambda: memory(relay, rows),
+        "masking": lambda: masking(relay, rows),
         "concurrent": lambda: concurrent(relay, 32, rows),
         "projection": lambda: projection(args.build, rows),
         "tls": lambda: tls(args.build, relay, repeats, rows),

@@ -123,6 +123,31 @@ TEST_CASE("--follow: binary output byte for byte, and executed and the artifacts
     CHECK(artifact("stderr") == plain_err);
 }
 
+TEST_CASE("--follow: a --credential and a --mask variable are masked on screen as in the artifacts") {
+    scratch dir;
+    auto env = base_env();
+    env.emplace_back("MY_KEY=sk-run-canary-012345");
+    const auto r = run_process(
+        run_argv(dir,
+                 {"--follow", "--credential", "MY_KEY", "--mask", "OTHER", "-e", "OTHER=other-canary-6789"},
+                 "echo \"k=$MY_KEY\"; printf '%s\\n' \"$OTHER\" | dd bs=1 2>/dev/null; "
+                 "echo \"e=$MY_KEY\" >&2"),
+        "", env);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.starts_with("k=***\n***\n"));
+    CHECK(r.err.find("e=***\n") != std::string::npos);
+    for (const auto* canary : {"sk-run-canary", "other-canary"}) {
+        CHECK(r.out.find(canary) == std::string::npos);
+        CHECK(r.err.find(canary) == std::string::npos);
+        CHECK(read_text(at(dir, "work") + "/artifacts/maka-subject.stdout.txt").find(canary) ==
+              std::string::npos);
+    }
+    CHECK(r.err.find("masked (") != std::string::npos); // the count, never the values
+    const auto bad = run_process(run_argv(dir, {"--mask", "1BAD"}, "true"), "", env);
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.err.find("--mask takes the NAME") != std::string::npos);
+}
+
 TEST_CASE("--follow with a reader that does not read: the subject is never held back, drops are said") {
     scratch dir;
     const std::string done = at(dir, "done");

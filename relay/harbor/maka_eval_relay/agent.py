@@ -176,6 +176,10 @@ class RelayAgentCore:
         if task_env:
             env_read, env_write = os.pipe()
             argv += ["--task-env-fd", str(env_read)]
+            # Agents get their API keys this way (Harbor's extra_env): masked out of the artifacts like
+            # execute's credentials. Only the names go on the command line.
+            for name in sorted(secret_names(task_env)):
+                argv += ["--mask", name]
         inherited = tuple(fd for fd in (theirs.fileno() if theirs else None, env_read) if fd is not None)
         handle, instruction_path = tempfile.mkstemp(prefix="maka-eval-instruction-")  # 0600
         with os.fdopen(handle, "w", encoding="utf-8") as out:
@@ -357,6 +361,16 @@ def compose_project_name(session_id: str) -> str:
     [a-z0-9_-] replaced by ``-``, and ``0`` in front unless it then starts with [a-z0-9]."""
     name = re.sub(r"[^a-z0-9_-]", "-", session_id.lower())
     return name if re.match(r"[a-z0-9]", name) else "0" + name
+
+
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
+
+
+def secret_names(variables: dict[str, str]) -> list[str]:
+    """The variables whose values are masked out of the subject's output: those named like a secret
+    (``*_API_KEY``, ``*_TOKEN``, ``*SECRET*``, ``*PASSWORD*``, ``*CREDENTIAL*``, ``*AUTH*``), as the runners
+    name the keys they hand to agents."""
+    return [name for name in variables if _SECRET_NAME.search(name)]
 
 
 def task_environment(environment: Any, overlay: dict[str, str] | None = None) -> dict[str, str]:

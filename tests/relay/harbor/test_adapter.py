@@ -867,6 +867,16 @@ class HarborTest(Scenarios, unittest.TestCase):
                          "from-extra overlaid from-execute\n")
         self.assertNotIn("from-extra", t.relay_log())
 
+    def test_an_agents_api_key_in_extra_env_is_masked_out_of_the_artifacts_on_both_paths(self):
+        for fast_path in (True, False):
+            with self.subTest(fast_path=fast_path):
+                t = Trial(self, self.module, 'echo "key=$ANTHROPIC_API_KEY mode=$MODE"', fast_path=fast_path,
+                          extra_env={"ANTHROPIC_API_KEY": "sk-ant-canary-0123456789", "MODE": "graded"})
+                self.assertIsNone(t.run())
+                self.assertEqual(t.sh("cat /logs/artifacts/maka-subject.stdout.txt").stdout,
+                                 "key=*** mode=graded\n")
+                self.assertNotIn("sk-ant-canary", t.relay_log())
+
     def test_without_its_container_the_fast_path_falls_back_to_the_bridge_and_says_why(self):
         t = Trial(self, self.module, "exit 0", fast_path=True)
         t.env.session_id = "Another__Session"  # no compose project of that name runs
