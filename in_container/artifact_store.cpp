@@ -14,22 +14,6 @@
 namespace maka_eval::in_container {
 namespace {
 
-// The directory as it exists when it is a real directory (whoever owns it: Harbor's bind mount is often
-// root's, mode 755 or 1777), created 0700 when it does not, as the original created it; never through a
-// symbolic link. An O_PATH descriptor, or -1 with errno.
-int open_or_create_directory(const std::string& path) {
-    std::string partial;
-    std::size_t pos = 0;
-    while (pos != std::string::npos) {
-        pos = path.find('/', pos + 1);
-        partial = path.substr(0, pos);
-        if (!partial.empty() && ::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST) {
-            return -1;
-        }
-    }
-    return open_retry(path, O_PATH | O_DIRECTORY | O_NOFOLLOW);
-}
-
 // A name nobody else picks: our pid and the time, in a directory only we (root) write in anyway.
 std::string unique_suffix() {
     return std::to_string(::getpid()) + "-" +
@@ -45,7 +29,7 @@ boost::system::result<artifact_store, std::string> artifact_store::open(const st
                (error == ELOOP || error == ENOTDIR ? "not a directory (a symbolic link?)"
                                                    : std::strerror(error));
     };
-    const int directory = open_or_create_directory(path);
+    const int directory = open_directory_creating(path, 0700);
     if (directory < 0) {
         return failed(errno);
     }

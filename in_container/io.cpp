@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace maka_eval::in_container {
@@ -51,6 +52,18 @@ int open_retry(const std::string& path, int flags, unsigned mode, int directory)
         fd = ::openat(directory, path.c_str(), flags | O_CLOEXEC, static_cast<mode_t>(mode));
     } while (fd < 0 && errno == EINTR);
     return fd;
+}
+
+int open_directory_creating(const std::string& path, unsigned mode) {
+    std::size_t pos = 0;
+    while (pos != std::string::npos) {
+        pos = path.find('/', pos + 1);
+        const std::string partial = path.substr(0, pos);
+        if (!partial.empty() && ::mkdir(partial.c_str(), static_cast<mode_t>(mode)) != 0 && errno != EEXIST) {
+            return -1;
+        }
+    }
+    return open_retry(path, O_PATH | O_DIRECTORY | O_NOFOLLOW);
 }
 
 void close_inherited_descriptors() {

@@ -18,6 +18,10 @@ std::optional<std::string> read_file(const std::string& path, std::size_t limit)
 // openat(2) retried on EINTR; O_CLOEXEC is always added. -1 with errno on failure. `directory`: a descriptor
 // for a relative `path` (AT_FDCWD: the working directory).
 int open_retry(const std::string& path, int flags, unsigned mode = 0, int directory = AT_FDCWD);
+// The directory at `path` as it exists when it is a real directory (whoever owns it), its missing components
+// created with `mode` (the original created /logs/artifacts 0700); never through a symbolic link. An O_PATH
+// descriptor, or -1 with errno.
+int open_directory_creating(const std::string& path, unsigned mode);
 // Closes every descriptor above stderr (close_range, or one by one where the kernel lacks it).
 void close_inherited_descriptors();
 // A message on stderr, one line, prefixed with the program name.

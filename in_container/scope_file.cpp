@@ -32,7 +32,12 @@ std::optional<scope_record> parse_scope(const std::string& text) {
 }
 
 bool publish_scope(const std::string& path, const scope_record& record) {
-    const int fd = open_retry(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
+    // A fresh file: whatever is at the name (a stale record, a FIFO or a link someone planted) is removed,
+    // never opened, so nothing can make the spawn wait or write through it.
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+        return false;
+    }
+    const int fd = open_retry(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK, 0600);
     if (fd < 0) {
         return false;
     }

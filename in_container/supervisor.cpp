@@ -268,6 +268,15 @@ boost::system::result<void, supervision_error> supervision::prepare() {
     if (state_directory_ && other_uid) {
         request_.scope_path = scope_location(*state_directory_, request_.scope_path);
     }
+    // The scope record's directory (/logs/agent) made as /logs/artifacts is, when the image has no /logs:
+    // otherwise the subject could never start there. Where it still cannot be, the original's answer stands
+    // (exit 111, execution-scope-unavailable).
+    if (const auto slash = request_.scope_path.rfind('/'); slash != std::string::npos && slash > 0) {
+        const int scope_directory = open_directory_creating(request_.scope_path.substr(0, slash), 0755);
+        if (scope_directory >= 0) {
+            ::close(scope_directory);
+        }
+    }
     // What an earlier trial's subject left running is stopped before anything of this trial exists.
     if (state_directory_ && !request_.keep_leftovers) {
         (void)stop_leftovers(*state_directory_);

@@ -333,6 +333,31 @@ TEST_CASE("artifacts: a full disk is said in the receipt (complete: false), whic
     CHECK(out.at("incomplete").as_string() == "the disk refused a write: No space left on device");
 }
 
+TEST_CASE("a plain image without /logs: the helper makes the directories, the subject really runs") {
+    require_engine();
+    container c;
+    REQUIRE(c.exec("rm -rf /logs").exit_code == 0);
+    trial t(in_container({}, "echo ran; \"$HELPER\" frame '{\"ran\":true}'"), c.relay_args());
+    const auto o = t.finish();
+    CHECK(o.exit_code == relay::exit_success);
+    CHECK(executed_of(o).at("exitCode").as_int64() == 0);
+    CHECK(executed_of(o).at("stdout").as_string() == "{\"ran\":true}");
+    CHECK(c.exec("cat /logs/artifacts/maka-subject.stdout.txt").out.starts_with("ran\n"));
+}
+
+TEST_CASE("a FIFO planted at the scope record's name neither hangs the start nor is written through") {
+    require_engine();
+    container c;
+    const std::string scope =
+        "/logs/agent/.maka-eval-" + contracts::sha256_hex(relay_token).substr(0, 24) + ".pid";
+    REQUIRE(c.exec("mkfifo " + scope).exit_code == 0);
+    trial t(in_container({}, "\"$HELPER\" frame '{}'"), c.relay_args());
+    const auto o = t.finish(20000);
+    CHECK(o.exit_code == relay::exit_success);
+    CHECK(executed_of(o).at("exitCode").as_int64() == 0);
+    CHECK(c.exec("test -p " + scope).exit_code != 0); // replaced by the record, then removed
+}
+
 // The egress gate: a sidecar holds the policy's namespace; MAKA_EVAL_EGRESS_REQUIRED=1.
 struct egress_cell {
     container sidecar{{"--cap-drop", "NET_RAW"}};

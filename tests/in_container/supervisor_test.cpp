@@ -128,7 +128,10 @@ TEST_CASE("C7: when the scope cannot be published the subject never starts") {
     scratch dir;
     session s;
     auto request = dir.request({"sh", "-c", "touch " + (dir.path() / "marker").string()});
-    request.scope_path = (dir.path() / "missing-dir" / "s.pid").string();
+    // Under a regular file: no directory can be made there. (A missing directory is made, as in an image
+    // without /logs.)
+    std::ofstream(dir.path() / "a-file") << "x";
+    request.scope_path = (dir.path() / "a-file" / "s.pid").string();
     request.capture_stdout = false;
     s.start(request);
     const auto report = report_of(s.next(), false);
