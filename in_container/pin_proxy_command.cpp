@@ -7,6 +7,7 @@
 #include "contracts/session_messages.hpp"
 #include "in_container/cli.hpp"
 #include "in_container/io.hpp"
+#include "in_container/root_owned.hpp"
 #include "policy/egress_gate.hpp"
 #include "policy/hosts_file.hpp"
 #include "policy/proxy_host.hpp"
@@ -47,19 +48,22 @@ int pin_proxy_command(std::span<const std::string_view> args) {
     if (!checked) {
         return fail(checked.error().message);
     }
-    struct stat info {};
-    if (::stat(ipv4_file.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) {
-        return fail("the proxy's published address " + ipv4_file + " is missing");
+    // Both read or written as root on a subject's behalf: only what root put there is taken (root_owned.hpp).
+    auto address_fd = open_root_owned(ipv4_file, O_RDONLY);
+    if (!address_fd) {
+        return fail("the proxy's published address cannot be trusted: " + address_fd.error());
     }
-    const auto published = read_file(ipv4_file, 4096);
+    const auto published = read_all(*address_fd, 4096);
+    ::close(*address_fd);
     const auto ip = published ? policy::published_ipv4(*published) : std::nullopt;
     if (!ip) {
         return fail("the proxy's published address in " + ipv4_file + " is not an IPv4 address");
     }
-    const int fd = ::open(hosts_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        return fail(hosts_file + ": " + std::strerror(errno));
+    auto hosts_fd = open_root_owned(hosts_file, O_RDWR);
+    if (!hosts_fd) {
+        return fail("cannot pin the proxy in " + hosts_file + ": " + hosts_fd.error());
     }
+    const int fd = *hosts_fd;
     auto old_text = read_all(fd, 16U << 20U);
     const std::string new_text = policy::rewrite_hosts(old_text.value_or(""), *checked, *ip);
     const bool written = old_text && ::lseek(fd, 0, SEEK_SET) == 0 && write_all(fd, new_text) &&

@@ -427,6 +427,30 @@ TEST_CASE("egress: an unpublished proxy address fails the pin, before ready") {
     CHECK(o.relay_log.find("could not pin the Eval egress proxy hostname") != std::string::npos);
 }
 
+TEST_CASE("egress: a proxy address the subject could have swapped (not root's, or a link) is refused") {
+    require_engine();
+    egress_cell cell;
+    for (const std::string plant :
+         {"mkdir -p /opt/maka-egress && echo 10.9.9.9 > /opt/maka-egress/proxy-ipv4 && "
+          "chown 1000 /opt/maka-egress/proxy-ipv4",
+          "mkdir -p /opt/maka-egress && chmod 777 /opt/maka-egress && echo 10.9.9.9 > "
+          "/opt/maka-egress/proxy-ipv4",
+          "mkdir -p /opt/maka-egress && echo 10.9.9.9 > /tmp/elsewhere && ln -s /tmp/elsewhere "
+          "/opt/maka-egress/proxy-ipv4"}) {
+        CAPTURE(plant);
+        container c({"--network", "container:" + cell.sidecar.name, "--cap-drop", "NET_RAW"});
+        REQUIRE(c.exec(plant).exit_code == 0);
+        trial t(in_container({}, "exit 0"), cell.relay_args(c), cell.env());
+        const auto o = t.finish();
+        CHECK(o.exit_code == relay::exit_environment);
+        INFO(o.relay_log);
+        CHECK(o.relay_log.find("the proxy's published address cannot be trusted: /opt/maka-egress") !=
+              std::string::npos);
+        CHECK(o.transcript.at("ready").is_null());
+        CHECK(c.exec("grep -c 10.9.9.9 /etc/hosts").out == "0\n");
+    }
+}
+
 TEST_CASE("cancel: SIGTERM with a TERM-respecting subject, its last frame passes through") {
     require_engine();
     container c;

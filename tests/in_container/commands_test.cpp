@@ -7,9 +7,11 @@
 #include "support/process.hpp"
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sys/stat.h>
 #include <thread>
+#include <unistd.h>
 
 #include <doctest/doctest.h>
 
@@ -129,10 +131,47 @@ TEST_CASE("probe prints the hello message") {
     CHECK(hello.net_namespace == link);
 }
 
+// A directory of root's that only root may change, for what pin-proxy trusts (not under /tmp, which anyone
+// may write): beside the test binaries, in a root checkout.
+struct root_only_dir {
+    root_only_dir() {
+        std::string pattern = (std::filesystem::current_path() / "pin-test-XXXXXX").string();
+        if (::geteuid() == 0 && ::mkdtemp(pattern.data()) != nullptr) {
+            path = pattern;
+            ::chmod(pattern.c_str(), 0755);
+        }
+    }
+    ~root_only_dir() {
+        std::error_code ignored;
+        if (!path.empty()) {
+            std::filesystem::remove_all(path, ignored);
+        }
+    }
+    root_only_dir(const root_only_dir&) = delete;
+    root_only_dir& operator=(const root_only_dir&) = delete;
+    [[nodiscard]] bool usable() const {
+        // Every directory up to / must be root's and not writable by others, as pin-proxy checks.
+        for (auto at = std::filesystem::path(path); !path.empty(); at = at.parent_path()) {
+            struct stat info {};
+            if (::stat(at.c_str(), &info) != 0 || info.st_uid != 0 ||
+                (info.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+                return false;
+            }
+            if (at == at.root_path()) {
+                return true;
+            }
+        }
+        return false;
+    }
+    std::filesystem::path path;
+};
+
 TEST_CASE("pin-proxy rewrites the hosts file in place and reports the pin") {
-    scratch dir;
-    const auto hosts = (dir.path() / "hosts").string();
-    const auto ipv4 = (dir.path() / "proxy-ipv4").string();
+    root_only_dir dir;
+    INFO("pin-proxy's tests need root and a checkout only root may change (the test command runs as root)");
+    REQUIRE(dir.usable());
+    const auto hosts = (dir.path / "hosts").string();
+    const auto ipv4 = (dir.path / "proxy-ipv4").string();
     const std::string before = "127.0.0.1 localhost\n10.0.0.1 maka-eval-mitmproxy\n";
     std::ofstream(hosts) << before;
     std::ofstream(ipv4) << "172.18.0.2\n";
@@ -149,10 +188,49 @@ TEST_CASE("pin-proxy rewrites the hosts file in place and reports the pin") {
     CHECK(new_info.st_ino == old_info.st_ino); // in place: a bind-mounted /etc/hosts stays attached
 }
 
+TEST_CASE("pin-proxy trusts only root's files: a link, a file others may write, a directory not root's") {
+    root_only_dir dir;
+    INFO("pin-proxy's tests need root and a checkout only root may change (the test command runs as root)");
+    REQUIRE(dir.usable());
+    const auto hosts = (dir.path / "hosts").string();
+    const auto ipv4 = (dir.path / "proxy-ipv4").string();
+    std::ofstream(hosts) << "127.0.0.1 localhost\n";
+    std::ofstream(dir.path / "real-ipv4") << "172.18.0.9\n";
+    auto pin = [&] {
+        return run_process({helper_binary, "pin-proxy", "--host", "maka-eval-mitmproxy", "--ipv4-file", ipv4,
+                            "--hosts-file", hosts});
+    };
+    std::filesystem::create_symlink(dir.path / "real-ipv4", ipv4);
+    auto r = pin();
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find(ipv4 + ": a symbolic link") != std::string::npos);
+    std::filesystem::remove(ipv4);
+    std::ofstream(ipv4) << "172.18.0.9\n";
+    ::chmod(ipv4.c_str(), 0666);
+    r = pin();
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("not a regular file of root's that only root may change") != std::string::npos);
+    ::chmod(ipv4.c_str(), 0644);
+    ::chown(dir.path.c_str(), 1000, 1000);
+    r = pin();
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find(dir.path.string() + ": not a directory of root's") != std::string::npos);
+    ::chown(dir.path.c_str(), 0, 0);
+    ::chmod(hosts.c_str(), 0666);
+    r = pin();
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("cannot pin the proxy in " + hosts) != std::string::npos);
+    CHECK(read_text(hosts) == "127.0.0.1 localhost\n");
+    ::chmod(hosts.c_str(), 0644);
+    CHECK(pin().exit_code == 0);
+}
+
 TEST_CASE("pin-proxy refuses a bad host before touching anything, and a missing or malformed address") {
-    scratch dir;
-    const auto hosts = (dir.path() / "hosts").string();
-    const auto ipv4 = (dir.path() / "proxy-ipv4").string();
+    root_only_dir dir;
+    INFO("pin-proxy's tests need root and a checkout only root may change (the test command runs as root)");
+    REQUIRE(dir.usable());
+    const auto hosts = (dir.path / "hosts").string();
+    const auto ipv4 = (dir.path / "proxy-ipv4").string();
     std::ofstream(hosts) << "127.0.0.1 localhost\n";
     std::ofstream(ipv4) << "172.18.0.2\n";
     auto pin = [&](const std::string& host) {
