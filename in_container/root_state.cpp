@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <set>
 #include <sstream>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -52,6 +53,35 @@ std::optional<std::string> root_state_directory() {
         }
     }
     return std::nullopt;
+}
+
+int lock_trial(const std::string& state, const std::string& artifacts_dir) {
+    const int directory = open_directory_creating(artifacts_dir, 0700);
+    struct stat info {};
+    const bool known = directory >= 0 && ::fstat(directory, &info) == 0;
+    if (directory >= 0) {
+        ::close(directory);
+    }
+    if (!known) {
+        return -1;
+    }
+    const std::string path =
+        state + "/trial-" + std::to_string(info.st_dev) + "-" + std::to_string(info.st_ino) + ".lock";
+    const int fd = open_retry(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0600);
+    if (fd < 0) {
+        return -1;
+    }
+    int locked = -1;
+    do {
+        locked = ::flock(fd, LOCK_EX | LOCK_NB);
+    } while (locked != 0 && errno == EINTR);
+    if (locked != 0) {
+        const int error = errno;
+        ::close(fd);
+        errno = error;
+        return -1;
+    }
+    return fd;
 }
 
 std::string scope_location(const std::string& directory, const std::string& requested) {

@@ -20,6 +20,12 @@ namespace maka_eval::in_container {
 // The root-only directory, made if missing; nullopt when not root or no candidate is usable.
 [[nodiscard]] std::optional<std::string> root_state_directory();
 
+// One trial at a time per artifacts directory: two at once would publish over each other's artifacts and
+// stop each other's subjects as leftovers, which is never what a user wants. An exclusive lock on a file in
+// the root-only `state` directory named for the artifacts directory's identity (device and inode), held
+// until the descriptor (close-on-exec) is closed; -1 with EWOULDBLOCK when another supervisor holds it.
+[[nodiscard]] int lock_trial(const std::string& state, const std::string& artifacts_dir);
+
 // Where a root supervisor of a subject of another uid records the scope named by `requested`: its base name
 // inside the root-only `directory`.
 [[nodiscard]] std::string scope_location(const std::string& directory, const std::string& requested);

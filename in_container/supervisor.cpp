@@ -140,6 +140,7 @@ class supervision {
         }
         close_fd(usage_fd_);
         close_fd(receipt_fd_);
+        close_fd(lock_fd_);
     }
     supervision(const supervision&) = delete;
     supervision& operator=(const supervision&) = delete;
@@ -202,6 +203,7 @@ class supervision {
     std::uint64_t usage_bytes_ = 0;
     int receipt_fd_ = -1; // maka-subject.receipt.json, written last
     std::optional<artifact_store> store_;
+    int lock_fd_ = -1; // one trial at a time (lock_trial), held while we supervise
     void build_maskers();
     void write_receipt();
     rusage children_before_{}; // what the helper's own earlier children used (e.g. the probe)
@@ -265,6 +267,14 @@ boost::system::result<void, supervision_error> supervision::prepare() {
     if (!request_.keep_leftovers || other_uid) {
         state_directory_ = root_state_directory();
     }
+    if (other_uid && !state_directory_) {
+        // Never the silent fallback into /logs/agent, where the subject could forge what a root cancel acts
+        // on.
+        return supervision_error{contracts::helper_fault::spawn_failed,
+                                 "no root-only directory for the scope record (/run/maka-eval, "
+                                 "/tmp/.maka-eval-state: missing, not root's, or read-only): a subject of "
+                                 "another user could forge it"};
+    }
     if (state_directory_ && other_uid) {
         request_.scope_path = scope_location(*state_directory_, request_.scope_path);
     }
@@ -275,6 +285,17 @@ boost::system::result<void, supervision_error> supervision::prepare() {
         const int scope_directory = open_directory_creating(request_.scope_path.substr(0, slash), 0755);
         if (scope_directory >= 0) {
             ::close(scope_directory);
+        }
+    }
+    const std::string artifacts =
+        request_.artifacts_dir.empty() ? std::string(contracts::artifacts_directory) : request_.artifacts_dir;
+    if (const auto state = state_directory_ ? state_directory_ : root_state_directory()) {
+        lock_fd_ = lock_trial(*state, artifacts);
+        if (lock_fd_ < 0 && errno == EWOULDBLOCK) {
+            return supervision_error{contracts::helper_fault::spawn_failed,
+                                     "another trial is already running in this environment (with " +
+                                         artifacts +
+                                         "): one at a time, or the artifacts of both would be lost"};
         }
     }
     // What an earlier trial's subject left running is stopped before anything of this trial exists.
@@ -701,6 +722,7 @@ void supervision::hand_off_streams() {
             ::dup2(null_fd, fd);
         }
         ::close(io_.signal_fd);
+        close_fd(lock_fd_); // the next trial may start while this one's leftovers still write
         sigset_t none;
         sigemptyset(&none);
         ::sigprocmask(SIG_SETMASK, &none, nullptr);

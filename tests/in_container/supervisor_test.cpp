@@ -100,6 +100,30 @@ TEST_CASE(
     CHECK(s.process.wait() == 0);
 }
 
+TEST_CASE("a second trial with the same artifacts directory is refused while the first runs") {
+    INFO("the lock lives in the root-only state directory: the test command runs as root");
+    REQUIRE(::geteuid() == 0);
+    scratch dir;
+    session first;
+    first.start(dir.request({"sh", "-c", "sleep 30"}));
+    (void)started_of(first.next());
+    session second;
+    second.start(dir.request({"sh", "-c", "echo should-not-run"}));
+    const auto refused = second.next();
+    REQUIRE(refused);
+    REQUIRE(std::holds_alternative<contracts::error_message>(*refused));
+    CHECK(std::get<contracts::error_message>(*refused).message.find("another trial is already running") !=
+          std::string::npos);
+    first.process.close_stdin(); // settles the first
+    (void)report_of(first.next(), true);
+    CHECK(first.process.wait() == 0);
+    session third;
+    third.start(dir.request({"sh", "-c", "echo third"}));
+    (void)started_of(third.next());
+    CHECK(report_of(third.next(), false).exit_code == 0);
+    CHECK(read_text(dir.artifact(true)) == "third\n");
+}
+
 TEST_CASE("hello announces the heartbeat, and a running subject's supervisor beats at that interval") {
     scratch dir;
     session s;
