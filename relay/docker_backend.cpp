@@ -10,6 +10,7 @@
 
 #include <fstream>
 #include <iterator>
+#include <unistd.h>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -73,6 +74,12 @@ class docker_backend final : public backend {
             co_return resolved.error();
         }
         const bool ours = options_.helper_in_container.empty();
+        if (ours && !installs_.unused_because().empty()) {
+            // Said, not silent: without the record every trial pays the install again.
+            const std::string line = "maka-eval-relay: no record of helper installs is kept (" +
+                                     installs_.unused_because() + "): the helper goes in on every trial\n";
+            (void)::write(STDERR_FILENO, line.data(), line.size());
+        }
         bool installed = false; // by us, in this call: the record learns it once the helper answers
         bool stream_install = ours && !installs_.contains(container_id_, helper_name_);
         for (int attempt = 0; attempt < 3; ++attempt) {

@@ -4,32 +4,72 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
-#include <filesystem>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <vector>
 
 namespace maka_eval::relay {
 namespace {
 
 constexpr auto entry_lifetime = std::chrono::hours(24);
 
-// Ours alone: a real directory (no symbolic link), owned by this user, no access for group or others.
-bool private_directory(const std::string& path) {
-    if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
-        return false;
-    }
-    struct stat info {};
-    return ::lstat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode) && info.st_uid == ::geteuid() &&
-           (info.st_mode & 077) == 0;
+int open_directory(int at, const std::string& path) {
+    int fd = -1;
+    do {
+        fd = ::openat(at, path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    } while (fd < 0 && errno == EINTR);
+    return fd;
 }
 
-std::optional<std::string> usual_directory() {
+// `path`'s directory, made if missing inside a parent that is ours (or root's) and closed to others (or
+// sticky); then checked as it is open: a real directory, ours, no access for group or others. -1 with
+// `why` otherwise.
+int open_private(const std::string& path, std::string& why) {
+    const auto slash = path.rfind('/');
+    const std::string parent = slash == 0 ? "/" : path.substr(0, slash);
+    const std::string name = path.substr(slash + 1);
+    const int parent_fd = open_directory(AT_FDCWD, parent);
+    struct stat info {};
+    if (parent_fd < 0 || ::fstat(parent_fd, &info) != 0) {
+        why = parent + ": " + std::strerror(errno);
+        if (parent_fd >= 0) {
+            ::close(parent_fd);
+        }
+        return -1;
+    }
+    const bool parent_ours = info.st_uid == ::geteuid() || info.st_uid == 0;
+    const bool parent_closed = (info.st_mode & (S_IWGRP | S_IWOTH)) == 0 || (info.st_mode & S_ISVTX) != 0;
+    if (!parent_ours || !parent_closed) {
+        ::close(parent_fd);
+        why = parent + " is owned by uid " + std::to_string(info.st_uid) +
+              (parent_ours ? " and open to others" : ", not by us") + " (its owner could swap what is in it)";
+        return -1;
+    }
+    (void)::mkdirat(parent_fd, name.c_str(), 0700);
+    const int fd = open_directory(parent_fd, name);
+    const int error = errno;
+    ::close(parent_fd);
+    if (fd < 0) {
+        why = path + ": " +
+              (error == ELOOP || error == ENOTDIR ? "a symbolic link or not a directory"
+                                                  : std::string(std::strerror(error)));
+        return -1;
+    }
+    if (::fstat(fd, &info) != 0 || info.st_uid != ::geteuid() || (info.st_mode & 077) != 0) {
+        ::close(fd);
+        why = path + " is not a directory of ours closed to others";
+        return -1;
+    }
+    return fd;
+}
+
+std::string usual_directory() {
     const char* runtime = std::getenv("XDG_RUNTIME_DIR");
-    std::string path = runtime != nullptr && runtime[0] == '/'
-                           ? std::string(runtime) + "/maka-eval-relay"
-                           : "/tmp/maka-eval-relay-" + std::to_string(::geteuid());
-    return private_directory(path) ? std::optional<std::string>(std::move(path)) : std::nullopt;
+    return runtime != nullptr && runtime[0] == '/' ? std::string(runtime) + "/maka-eval-relay"
+                                                   : "/tmp/maka-eval-relay-" + std::to_string(::geteuid());
 }
 
 // Names come from the engine (a container id) and from our own hash: anything else is not a file name.
@@ -47,56 +87,96 @@ bool plain_name(std::string_view text) {
     return text.front() != '.';
 }
 
-} // namespace
-
-install_record::install_record(std::optional<std::string> directory)
-    : directory_(directory ? (private_directory(*directory) ? directory : std::nullopt) : usual_directory()) {
+std::string entry_name(std::string_view container_id, std::string_view helper) {
+    return std::string(container_id) + "+" + std::string(helper);
 }
 
-std::optional<std::string> install_record::entry(std::string_view container_id,
-                                                 std::string_view helper) const {
-    if (!directory_ || !plain_name(container_id) || !plain_name(helper)) {
-        return std::nullopt;
+// The directory's entries (names only), read through a duplicate of the descriptor.
+std::vector<std::string> entries_of(int directory) {
+    std::vector<std::string> out;
+    const int copy = ::fcntl(directory, F_DUPFD_CLOEXEC, 0);
+    DIR* listing = copy >= 0 ? ::fdopendir(copy) : nullptr;
+    if (listing == nullptr) {
+        if (copy >= 0) {
+            ::close(copy);
+        }
+        return out;
     }
-    return *directory_ + "/" + std::string(container_id) + "+" + std::string(helper);
+    ::rewinddir(listing);
+    while (const dirent* e = ::readdir(listing)) {
+        const std::string_view name(e->d_name);
+        if (name != "." && name != "..") {
+            out.emplace_back(name);
+        }
+    }
+    ::closedir(listing);
+    return out;
+}
+
+} // namespace
+
+install_record::install_record(std::optional<std::string> directory) {
+    const std::string path = directory ? *directory : usual_directory();
+    directory_ = open_private(path, unused_because_);
+    if (directory_ < 0 && !directory && path != "/tmp/maka-eval-relay-" + std::to_string(::geteuid())) {
+        // XDG_RUNTIME_DIR another user's (root after `su` without `-`): the private place in /tmp instead.
+        std::string second_reason;
+        directory_ = open_private("/tmp/maka-eval-relay-" + std::to_string(::geteuid()), second_reason);
+        if (directory_ >= 0) {
+            unused_because_.clear();
+        } else {
+            unused_because_ += "; " + second_reason;
+        }
+    }
+}
+
+install_record::install_record(install_record&& other) noexcept
+    : directory_(other.directory_), unused_because_(std::move(other.unused_because_)) {
+    other.directory_ = -1;
+}
+
+install_record::~install_record() {
+    if (directory_ >= 0) {
+        ::close(directory_);
+    }
 }
 
 bool install_record::contains(std::string_view container_id, std::string_view helper) const {
-    const auto path = entry(container_id, helper);
+    if (directory_ < 0 || !plain_name(container_id) || !plain_name(helper)) {
+        return false;
+    }
     struct stat info {};
-    return path && ::lstat(path->c_str(), &info) == 0 && S_ISREG(info.st_mode);
+    return ::fstatat(directory_, entry_name(container_id, helper).c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 &&
+           S_ISREG(info.st_mode);
 }
 
 void install_record::add(std::string_view container_id, std::string_view helper) const {
-    const auto path = entry(container_id, helper);
-    if (!path) {
+    if (directory_ < 0 || !plain_name(container_id) || !plain_name(helper)) {
         return;
     }
-    std::error_code ec;
-    const auto now = std::filesystem::file_time_type::clock::now();
-    for (std::filesystem::directory_iterator it(*directory_, ec), end; !ec && it != end; it.increment(ec)) {
-        std::error_code ignored;
-        const auto written = it->last_write_time(ignored);
-        if (!ignored && now - written > entry_lifetime) {
-            std::filesystem::remove(it->path(), ignored);
+    const auto now = std::chrono::system_clock::now();
+    for (const auto& name : entries_of(directory_)) {
+        struct stat info {};
+        if (::fstatat(directory_, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 &&
+            now - std::chrono::system_clock::from_time_t(info.st_mtime) > entry_lifetime) {
+            (void)::unlinkat(directory_, name.c_str(), 0);
         }
     }
-    const int fd = ::open(path->c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    const int fd = ::openat(directory_, entry_name(container_id, helper).c_str(),
+                            O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0) {
         ::close(fd);
     }
 }
 
 void install_record::forget(std::string_view container_id) const {
-    if (!directory_ || !plain_name(container_id)) {
+    if (directory_ < 0 || !plain_name(container_id)) {
         return;
     }
     const std::string prefix = std::string(container_id) + "+";
-    std::error_code ec;
-    for (std::filesystem::directory_iterator it(*directory_, ec), end; !ec && it != end; it.increment(ec)) {
-        if (it->path().filename().string().starts_with(prefix)) {
-            std::error_code ignored;
-            std::filesystem::remove(it->path(), ignored);
+    for (const auto& name : entries_of(directory_)) {
+        if (name.starts_with(prefix)) {
+            (void)::unlinkat(directory_, name.c_str(), 0);
         }
     }
 }

@@ -3,10 +3,15 @@
 // a failed start and exit-code polls), and later trials skip the upload.
 //
 // One empty file per (container id, helper content name) in a directory only this user can enter:
-// $XDG_RUNTIME_DIR/maka-eval-relay, else /tmp/maka-eval-relay-<uid>; used only when it is a real directory
-// owned by us with no access for others. Nothing secret is in it. A wrong entry (the helper removed from a
-// container) costs only the old path: the exec fails and the helper is uploaded again. Entries older than a
-// day go when one is added: one container per trial is the normal case, and containers rarely outlive it.
+// $XDG_RUNTIME_DIR/maka-eval-relay, else /tmp/maka-eval-relay-<uid>. The relay may run as root with another
+// user's XDG_RUNTIME_DIR (`su` without `-`): so the parent must be ours (or root's) and not open to others
+// (or sticky, as /tmp), the directory is opened once without following links and checked (a real directory,
+// ours, no access for others), and every later step is relative to that descriptor — nobody can swap it
+// for a link and have us create or delete files elsewhere. A parent or directory that fails is not used, and
+// `unused_because()` says why (the relay logs it: every trial then pays the cold install). Nothing secret is
+// in it. A wrong entry (the helper removed from a container) costs only the old path: the exec fails and
+// the helper is uploaded again. Entries older than a day go when one is added: one container per trial is
+// the normal case, and containers rarely outlive it.
 #pragma once
 
 #include <optional>
@@ -21,15 +26,23 @@ class install_record {
     // misses and nothing is recorded.
     explicit install_record(std::optional<std::string> directory = std::nullopt);
 
+    install_record(const install_record&) = delete;
+    install_record& operator=(const install_record&) = delete;
+    install_record(install_record&& other) noexcept;
+    install_record& operator=(install_record&&) = delete;
+    ~install_record();
+
     [[nodiscard]] bool contains(std::string_view container_id, std::string_view helper) const;
     void add(std::string_view container_id, std::string_view helper) const;
     // The container is gone (destroyed by us): its entries go too.
     void forget(std::string_view container_id) const;
 
+    // Why no record is kept (empty when one is).
+    [[nodiscard]] const std::string& unused_because() const { return unused_because_; }
+
   private:
-    [[nodiscard]] std::optional<std::string> entry(std::string_view container_id,
-                                                   std::string_view helper) const;
-    std::optional<std::string> directory_;
+    int directory_ = -1; // the record's directory, checked once; -1: none usable
+    std::string unused_because_;
 };
 
 } // namespace maka_eval::relay

@@ -3,6 +3,7 @@
 #include "relay/install_record.hpp"
 
 #include <filesystem>
+#include <fstream>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -54,6 +55,37 @@ TEST_CASE("names that are not plain words are never paths, and a shared director
     const install_record linked((dir.path / "link").string());
     linked.add("abc", "h");
     CHECK_FALSE(linked.contains("abc", "h"));
+}
+
+TEST_CASE("the record's directory is held once opened: swapped for a link, nothing is created or deleted "
+          "through it") {
+    scratch_dir dir;
+    const install_record record((dir.path / "r").string());
+    record.add("abc", "h");
+    fs::create_directories(dir.path / "elsewhere");
+    std::ofstream(dir.path / "elsewhere" / "abc+h") << "";
+    fs::rename(dir.path / "r", dir.path / "moved");
+    fs::create_directory_symlink(dir.path / "elsewhere", dir.path / "r");
+    record.forget("abc");
+    CHECK(fs::exists(dir.path / "elsewhere" / "abc+h"));   // not deleted through the link
+    CHECK_FALSE(fs::exists(dir.path / "moved" / "abc+h")); // the real one
+    record.add("def", "h");
+    CHECK_FALSE(fs::exists(dir.path / "elsewhere" / "def+h"));
+    CHECK(fs::exists(dir.path / "moved" / "def+h"));
+}
+
+TEST_CASE("a parent directory of another user's is not used, and the reason is kept to be said") {
+    INFO("needs root, to make a directory another user owns (the test command runs as root)");
+    REQUIRE(::geteuid() == 0);
+    scratch_dir dir;
+    fs::create_directories(dir.path / "theirs");
+    REQUIRE(::chown((dir.path / "theirs").c_str(), 1000, 1000) == 0);
+    ::chmod((dir.path / "theirs").c_str(), 0700);
+    const install_record record((dir.path / "theirs" / "maka-eval-relay").string());
+    record.add("abc", "h");
+    CHECK_FALSE(record.contains("abc", "h"));
+    CHECK_FALSE(fs::exists(dir.path / "theirs" / "maka-eval-relay"));
+    CHECK(record.unused_because().find("is owned by uid 1000, not by us") != std::string::npos);
 }
 
 } // namespace
