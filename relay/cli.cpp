@@ -87,7 +87,24 @@ std::unique_ptr<backend> backend_for(const common_options& options, boost::asio:
 
 } // namespace
 
+// `--help` or `-h` among a command's options (before `--`): its own usage, exit 0.
+bool asks_help(std::span<const std::string_view> args, std::string_view command) {
+    for (const auto arg : args) {
+        if (arg == "--") {
+            return false;
+        }
+        if (arg == "--help" || arg == "-h") {
+            std::cout << command_usage_text(command);
+            return true;
+        }
+    }
+    return false;
+}
+
 int connect_command(std::span<const std::string_view> args) {
+    if (asks_help(args, "connect")) {
+        return exit_success;
+    }
     auto options = parse_connect(args);
     if (!options) {
         return usage_failure(options.error().message);
@@ -109,6 +126,9 @@ int connect_command(std::span<const std::string_view> args) {
 }
 
 int run_command(std::span<const std::string_view> args) {
+    if (asks_help(args, "run")) {
+        return exit_success;
+    }
     auto options = parse_run(args);
     if (!options) {
         return usage_failure(options.error().message);
@@ -136,7 +156,9 @@ int run_command(std::span<const std::string_view> args) {
     phase_log log(options->common.log, options->common.quiet);
     std::optional<follow_sink> follow;
     if (options->follow.value_or(!options->json && ::isatty(STDOUT_FILENO) == 1)) {
-        follow.emplace(context.get_executor(), log);
+        // With --json, stdout holds the JSON object alone: the subject's stdout is shown on stderr.
+        follow.emplace(context.get_executor(), log, options->json ? STDERR_FILENO : STDOUT_FILENO,
+                       STDERR_FILENO);
     }
     trial_config config{
         connect_options{options->common, "127.0.0.1", orchestrator.port(), token, options->instruction},
@@ -146,7 +168,7 @@ int run_command(std::span<const std::string_view> args) {
     contracts::wipe_values(options->common.task_environment);
     contracts::wipe_values(config.common.task_environment);
     const std::string artifacts = env->artifacts_dir();
-    if (follow && !follow->stdout_at_line_start()) {
+    if (follow && !options->json && !follow->stdout_at_line_start()) {
         std::cout << "\n"; // the summary starts a line of its own after output that did not end one
     }
     if (options->json) {
@@ -160,6 +182,9 @@ int run_command(std::span<const std::string_view> args) {
         if (!seen.failure.empty()) {
             out["orchestrator"] = seen.failure;
         }
+        if (code != exit_success && !outcome.message.empty()) {
+            out["error"] = outcome.message; // what the log said, for whoever reads only the object
+        }
         std::cout << contracts::to_wire(out) << "\n";
         return code;
     }
@@ -170,7 +195,8 @@ int run_command(std::span<const std::string_view> args) {
         const auto& e = *seen.executed;
         std::cout << "executed    " << e.at("termination").as_string().c_str() << ", exit code "
                   << e.at("exitCode").as_int64() << "\n"
-                  << "stdout      " << contracts::to_wire(e.at("stdout")) << "\n"
+                  << "frame       " << contracts::to_wire(e.at("stdout"))
+                  << " (the decoded result frame; what the subject printed is in the artifacts)\n"
                   << "diagnostic  " << contracts::to_wire(e.at("diagnostic")) << "\n";
     } else {
         std::cout << "executed    (none" << (seen.failure.empty() ? "" : ": " + seen.failure) << ")\n";

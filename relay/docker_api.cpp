@@ -139,6 +139,11 @@ open_connection(const engine_endpoint& engine, asio::ssl::context* tls, const tl
         const asio::local::stream_protocol::endpoint path(engine.path);
         const auto ec = co_await within_connect_timeout(
             [&] { return socket.async_connect(path, as_tuple(use_awaitable)); });
+        if (ec == asio::error::access_denied) {
+            co_return unreachable(ec.message() +
+                                  " (the engine's socket admits root and the docker group: run as "
+                                  "root, or add this user to it: usermod -aG docker USER)");
+        }
         if (ec) {
             co_return unreachable(ec.message());
         }

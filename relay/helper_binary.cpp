@@ -8,6 +8,7 @@
 #include "contracts/digest.hpp"
 
 #include <array>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
@@ -24,7 +25,8 @@ boost::system::result<std::string, relay_error> locate_helper(const std::string&
     if (!configured.empty()) {
         if (::access(configured.c_str(), X_OK) != 0) {
             return relay_error{relay_errc::environment,
-                               "--helper " + configured + " is not an executable file"};
+                               "--helper " + configured + ": " +
+                                   (errno == ENOENT ? "no such file" : "not an executable file")};
         }
         return helper_path(boost::system::in_place_value, configured);
     }

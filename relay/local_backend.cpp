@@ -9,9 +9,12 @@
 #include "contracts/session_messages.hpp"
 #include "relay/helper_binary.hpp"
 
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <boost/asio/read_until.hpp>
@@ -204,6 +207,9 @@ make_local_backend(const common_options& options, asio::any_io_executor executor
                                    std::filesystem::temp_directory_path(ec).string()};
         }
         work = pattern;
+    } else if (::mkdir(work.c_str(), 0700) != 0 && errno != EEXIST) {
+        // Only the last component: a mistyped parent is an error, not a tree made silently.
+        return relay_error{relay_errc::usage, "--work-dir " + work.string() + ": " + std::strerror(errno)};
     }
     std::filesystem::create_directories(work / "agent", ec);
     if (ec) {

@@ -5,6 +5,7 @@
 #include "contracts/wire_json.hpp"
 #include "relay/posix_io.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -109,8 +110,9 @@ boost::system::result<contracts::variables, relay_error> read_task_environment(i
 boost::system::result<bool, relay_error> common_option(std::span<const std::string_view> args, std::size_t& i,
                                                        common_options& out) {
     const auto name = args[i];
+    // "--" is never a value: `--work-dir -- true` lacks one, it does not name a directory "--".
     auto value = [&]() -> std::optional<std::string_view> {
-        if (i + 1 >= args.size()) {
+        if (i + 1 >= args.size() || args[i + 1] == "--") {
             return std::nullopt;
         }
         return args[++i];
@@ -298,6 +300,18 @@ std::string_view usage_text() {
     return usage;
 }
 
+std::string command_usage_text(std::string_view command) {
+    // The command's own lines, then the options both share and the environment.
+    const std::string text(usage);
+    const auto connect_at = text.find("  maka-eval-relay connect");
+    const auto run_at = text.find("  maka-eval-relay run");
+    const auto version_at = text.find("  maka-eval-relay --version");
+    const auto shared_at = text.find("\noptions (both modes):");
+    const auto own = command == "run" ? text.substr(run_at, version_at - run_at)
+                                      : text.substr(connect_at, run_at - connect_at);
+    return "usage:\n" + own + text.substr(shared_at);
+}
+
 std::optional<std::int64_t> parse_teardown_timeout(std::string_view text) {
     std::int64_t value = 0;
     const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -347,7 +361,7 @@ boost::system::result<connect_options, relay_error> parse_connect(std::span<cons
             continue;
         }
         const auto name = args[i];
-        const bool has_value = i + 1 < args.size();
+        const bool has_value = i + 1 < args.size() && args[i + 1] != "--";
         if (name == "--host" && has_value) {
             out.host = args[++i];
         } else if (name == "--port" && has_value) {
@@ -414,7 +428,7 @@ boost::system::result<run_options, relay_error> parse_run(std::span<const std::s
             continue;
         }
         const auto name = args[i];
-        const bool has_value = i + 1 < args.size();
+        const bool has_value = i + 1 < args.size() && args[i + 1] != "--";
         if (name == "--json") {
             out.json = true;
         } else if (name == "--follow" || name == "--no-follow") {
@@ -425,7 +439,11 @@ boost::system::result<run_options, relay_error> parse_run(std::span<const std::s
             const auto pair = args[++i];
             const auto eq = pair.find('=');
             if (eq == std::string_view::npos || !contracts::is_variable_name(pair.substr(0, eq))) {
-                return relay_error{relay_errc::usage, "-e takes NAME=VALUE with NAME a variable name"};
+                // Echo what was given, but never what could be a value (it may be a secret).
+                const auto shown = eq == std::string_view::npos ? pair.substr(0, 64) : pair.substr(0, eq);
+                return relay_error{relay_errc::usage, "-e " + std::string(shown) +
+                                                          (eq == std::string_view::npos ? "" : "=…") +
+                                                          ": -e takes NAME=VALUE with NAME a variable name"};
             }
             out.environment.emplace_back(pair.substr(0, eq), pair.substr(eq + 1));
         } else if (name == "--credential" && has_value) {
@@ -438,6 +456,10 @@ boost::system::result<run_options, relay_error> parse_run(std::span<const std::s
             out.credentials.emplace_back(credential, *value);
         } else if (name == "--instruction" && has_value) {
             out.instruction = args[++i];
+        } else if (!name.starts_with("-")) {
+            return relay_error{relay_errc::usage,
+                               "the command goes after --: maka-eval-relay run [OPTIONS] -- " +
+                                   std::string(name) + " …"};
         } else {
             return relay_error{relay_errc::usage, "unknown or incomplete option " + std::string(name)};
         }
@@ -446,6 +468,30 @@ boost::system::result<run_options, relay_error> parse_run(std::span<const std::s
         return relay_error{relay_errc::usage, "run needs a command after --"};
     }
     out.argv.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+    // What the orchestrator side would refuse after the trial started (exit 4) is a usage error here, before
+    // it.
+    std::size_t bytes = 0;
+    for (const auto* list : {&out.environment, &out.credentials}) {
+        for (const auto& [name, value] : *list) {
+            if (name == contracts::result_token_variable) {
+                return relay_error{relay_errc::usage,
+                                   name + " is reserved: the relay sets it for the subject's result frame"};
+            }
+            bytes += name.size() + value.size() + 8;
+        }
+    }
+    for (const auto& [name, value] : out.environment) {
+        if (std::any_of(out.credentials.begin(), out.credentials.end(),
+                        [&name = name](const auto& c) { return c.first == name; })) {
+            return relay_error{relay_errc::usage,
+                               name + " is given both with -e and with --credential: give one"};
+        }
+    }
+    if (bytes + 4096 > contracts::control_line_limit_bytes) {
+        return relay_error{relay_errc::usage,
+                           "the -e values and credentials do not fit the orchestrator's control line (" +
+                               std::to_string(contracts::control_line_limit_bytes) + " bytes)"};
+    }
     if (auto settled = settle_common(env, out.common); !settled) {
         return settled.error();
     }

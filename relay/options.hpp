@@ -93,5 +93,7 @@ parse_run(std::span<const std::string_view> args, env_lookup env = &process_env)
 [[nodiscard]] boost::system::result<std::string, relay_error> read_secret_file(const std::string& path);
 
 [[nodiscard]] std::string_view usage_text();
+// `run --help` / `connect --help`: that command's usage and the options it takes.
+[[nodiscard]] std::string command_usage_text(std::string_view command);
 
 } // namespace maka_eval::relay

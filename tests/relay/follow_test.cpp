@@ -102,11 +102,12 @@ TEST_CASE("--follow: binary output byte for byte, and executed and the artifacts
     REQUIRE(followed.exit_code == 0);
     const auto followed_out = artifact("stdout");
 
-    // What was shown on stdout: the subject's stdout exactly, then the JSON summary line.
-    CHECK(followed.out.starts_with(followed_out + "\n{\"ready\""));
-    CHECK(followed.out.starts_with(all_bytes));
+    // With --json, stdout is the JSON object alone; what was followed went to stderr, both streams whole.
+    CHECK(followed.out.starts_with("{\"ready\""));
+    CHECK(followed_out.starts_with(all_bytes));
     CHECK(followed_out.ends_with(std::string("tail\0\377", 6)));
-    CHECK(followed.err.find(all_bytes) != std::string::npos);
+    CHECK(followed.err.find(all_bytes + all_bytes) != std::string::npos); // stderr's two copies
+    CHECK(followed.err.find(std::string("tail\0\377", 6)) != std::string::npos);
     // What was recorded is the same. Each run makes up its own result token, which the frame line in the
     // carrier contains: the diagnostic's size is the same, its digest differs by that token alone.
     const auto executed_of_run = [](const std::string& out) {

@@ -409,6 +409,72 @@ TEST_CASE("--task-env-fd: the task's environment reaches the subject, under what
     fs::remove_all(dir);
 }
 
+TEST_CASE(
+    "run and connect: each its own --help (exit 0), and usage errors that say what to do, before any trial") {
+    const auto run_help = run_process({relay_binary, "run", "--help"}, "", base_env());
+    CHECK(run_help.exit_code == 0);
+    CHECK(run_help.out.find("maka-eval-relay run [OPTIONS]") != std::string::npos);
+    CHECK(run_help.out.find("maka-eval-relay connect") == std::string::npos);
+    CHECK(run_help.out.find("--teardown-timeout-ms") != std::string::npos);
+    const auto connect_help = run_process({relay_binary, "connect", "-h"}, "", base_env());
+    CHECK(connect_help.exit_code == 0);
+    CHECK(connect_help.out.find("maka-eval-relay connect --host") != std::string::npos);
+    CHECK(connect_help.out.find("maka-eval-relay run") == std::string::npos);
+    auto env = base_env();
+    env.emplace_back("X=from-env");
+    auto usage_error = [&](std::vector<std::string> args, const std::string& says) {
+        args.insert(args.begin(), {relay_binary, "run", "--helper", helper_binary});
+        const auto r = run_process(args, "", env);
+        CAPTURE(says);
+        CHECK(r.exit_code == relay::exit_usage);
+        CHECK(r.err.find(says) != std::string::npos);
+        CHECK(r.out.empty()); // no trial
+        return r;
+    };
+    usage_error({"sh", "-c", "true"}, "the command goes after --: maka-eval-relay run [OPTIONS] -- sh");
+    usage_error({"--work-dir", "--", "true"}, "--work-dir needs a value");
+    const auto bad_e =
+        usage_error({"-e", "BAD NAME=hunter2", "--", "true"}, "-e BAD NAME=…: -e takes NAME=VALUE");
+    CHECK(bad_e.err.find("hunter2") == std::string::npos); // a value is never echoed
+    usage_error({"-e", "MAKA_EVAL_RESULT_TOKEN=x", "--", "true"}, "MAKA_EVAL_RESULT_TOKEN is reserved");
+    usage_error({"-e", "X=1", "--credential", "X", "--", "true"},
+                "X is given both with -e and with --credential");
+    std::vector<std::string> big;
+    for (int i = 0; i < 10; ++i) {
+        big.insert(big.end(), {"-e", "BIG" + std::to_string(i) + "=" + std::string(120 * 1024, 'v')});
+    }
+    big.insert(big.end(), {"--", "true"});
+    usage_error(big, "do not fit the orchestrator's control line");
+    const auto missing =
+        run_process({relay_binary, "run", "--helper", "/nonexistent", "--", "true"}, "", env);
+    CHECK(missing.err.find("--helper /nonexistent: no such file") != std::string::npos);
+    const auto nested = run_process(
+        {relay_binary, "run", "--helper", helper_binary, "--work-dir", "/nonexistent/dir", "--", "true"}, "",
+        env);
+    CHECK(nested.exit_code != 0);
+    CHECK(nested.err.find("--work-dir /nonexistent/dir: No such file or directory") != std::string::npos);
+    CHECK_FALSE(fs::exists("/nonexistent"));
+}
+
+TEST_CASE("run --json --follow: stdout is the JSON object alone, the followed output on stderr, and a "
+          "failure says why") {
+    const auto r = run_process({relay_binary, "run", "--json", "--follow", "--helper", helper_binary, "--",
+                                "sh", "-c", "echo printed-by-subject; exit 3"},
+                               "", base_env());
+    CHECK(r.exit_code == 0);
+    const auto object = contracts::parse_object(r.out, 1 << 20);
+    REQUIRE(object); // the whole of stdout is one object
+    CHECK(object->at("executed").as_object().at("exitCode").as_int64() == 3);
+    CHECK(r.err.find("printed-by-subject\n") != std::string::npos);
+    const auto failed = run_process({relay_binary, "run", "--json", "--env", "docker:maka-no-such",
+                                     "--docker-host", "unix:///nonexistent.sock", "--", "true"},
+                                    "", base_env());
+    CHECK(failed.exit_code == relay::exit_environment);
+    const auto failed_object = contracts::parse_object(failed.out, 1 << 20);
+    REQUIRE(failed_object);
+    CHECK(failed_object->at("error").as_string().starts_with("cannot reach the Docker engine"));
+}
+
 TEST_CASE("run: the debugging command, one JSON object with the messages as sent") {
     const auto r = run_process({relay_binary, "run", "--json", "--helper", helper_binary, "-e",
                                 "HELPER=" + helper_binary, "--", "sh", "-c", "\"$HELPER\" frame '{\"v\":1}'"},
