@@ -92,6 +92,9 @@ struct run_request {
 struct cancel_request {
     std::string reason; // "cancel" | "relay-gone" …, for the report
 };
+// A cancel with this reason while the subject is already being settled ends its TERM grace at once: the
+// KILL follows (a second Ctrl-C on `run`).
+inline constexpr std::string_view kill_now_reason = "kill-now";
 
 struct started_message {
     std::int64_t pid = 0;

@@ -662,6 +662,11 @@ void supervision::on_timer(clock_type::time_point now) {
 }
 
 void supervision::settle(const std::string& reason) {
+    if (settling_ && reason == contracts::kill_now_reason && phase_ == phase::terminating) {
+        deadline_ = clock_type::now(); // the rest of the TERM grace is given up: KILL now
+        on_timer(*deadline_);
+        return;
+    }
     if (settling_ || leader_gone_ || phase_ == phase::done) {
         return; // already settling, or the subject already ended on its own: left alone
     }

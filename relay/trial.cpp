@@ -172,7 +172,9 @@ class trial : public std::enable_shared_from_this<trial> {
     milliseconds heartbeat_{0};
     clock_type::time_point last_heard_ = clock_type::now();
     bool host_teardown_ = false;
-    bool root_helper_ = false; // it stages the artifacts and publishes them at the end (artifact_store.hpp)
+    bool root_helper_ = false;
+    milliseconds term_grace_{0}; // as fitted into the budget and sent in `run` // it stages the artifacts and
+                                 // publishes them at the end (artifact_store.hpp)
     bool executed_sent_ = false;
     // One deadline for the whole teardown: settle, recovery and destroy share it (teardown_budget.hpp).
     teardown_deadline teardown_;
@@ -495,6 +497,7 @@ asio::awaitable<trial_outcome> trial::supervise(const contracts::execute_request
                                           std::to_string(configured.kill.count()) + " ms)"}});
     }
     run.term_grace_ms = static_cast<std::uint32_t>(fitted.term.count());
+    term_grace_ = fitted.term;
     run.kill_grace_ms = static_cast<std::uint32_t>(fitted.kill.count());
     run.drain_ms = static_cast<std::uint32_t>(fitted.drain.count());
     run.artifact_limit = config_.common.artifact_limit;
@@ -627,6 +630,10 @@ asio::awaitable<std::optional<contracts::report_message>> trial::settle(const st
     // Even if the helper can no longer be asked, its report may already be on the way: keep listening.
     std::string cancel = contracts::serialize(contracts::cancel_request{reason});
     (void)co_await session_->send(std::move(cancel));
+    log_.phase("stopping",
+               {{"message", "TERM sent to the subject, KILL in " + std::to_string(term_grace_.count()) +
+                                " ms if it is still running; Ctrl-C (SIGINT) again to KILL now"}});
+    bool kill_now_sent = false;
     while (true) {
         auto e = co_await next(settle_deadline);
         if (e && e->what == event::kind::helper_closed) {
@@ -640,6 +647,13 @@ asio::awaitable<std::optional<contracts::report_message>> trial::settle(const st
         }
         if (e->what == event::kind::signal) {
             host_teardown_ = host_teardown_ || e->signal == SIGINT;
+            if (e->signal == SIGINT && !kill_now_sent) {
+                kill_now_sent = true;
+                log_.phase("kill-now", {{"why", "SIGINT while stopping"}});
+                std::string kill =
+                    contracts::serialize(contracts::cancel_request{std::string(contracts::kill_now_reason)});
+                (void)co_await session_->send(std::move(kill));
+            }
             continue;
         }
         if (e->what != event::kind::helper_message) {

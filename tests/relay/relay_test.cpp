@@ -277,6 +277,30 @@ TEST_CASE("a supervisor that cannot answer inside the budget: destroy, then fram
     CHECK(gone_soon(pgid));
 }
 
+TEST_CASE(
+    "Ctrl-C: the relay says what it is doing, and a second SIGINT KILLs at once instead of the TERM grace") {
+    const marker trapped;
+    const marker termed;
+    // Survives TERM (its trap only notes it) for the whole default 20 s grace.
+    trial t(subject({}, "trap '" + termed.touch() + "' TERM; " + trapped.touch() +
+                            "; while :; do sleep 0.05; done"));
+    const pid_t pgid = t.wait_running();
+    REQUIRE(trapped.appears());
+    const auto begun = std::chrono::steady_clock::now();
+    t.signal(SIGINT);
+    REQUIRE(termed.appears()); // the TERM went out: the settle is under way
+    t.signal(SIGINT);
+    const auto o = t.finish();
+    CHECK(std::chrono::steady_clock::now() - begun < std::chrono::seconds(10));
+    CHECK(o.exit_code == relay::exit_host_teardown);
+    INFO(o.relay_log);
+    CHECK(o.relay_log.find("Ctrl-C (SIGINT) again to KILL now") != std::string::npos);
+    CHECK(o.relay_log.find("kill-now (") != std::string::npos);
+    CHECK(o.relay_log.find("signalled") != std::string::npos);
+    CHECK(o.relay_log.find("destroy") == std::string::npos);
+    CHECK(gone_soon(pgid));
+}
+
 TEST_CASE("SIGINT (host teardown) while the subject runs: settled, no executed") {
     trial t(subject({}, "sleep 60"));
     const pid_t pgid = t.wait_running();
