@@ -166,12 +166,22 @@ struct root_only_dir {
     std::filesystem::path path;
 };
 
-TEST_CASE("pin-proxy rewrites the hosts file in place and reports the pin") {
+// The hosts file and the proxy's address file pin-proxy is pointed at, in a root-only directory.
+struct pin_files {
+    pin_files() {
+        INFO("pin-proxy's tests need root and a checkout only root may change (the test command runs as "
+             "root)");
+        REQUIRE(dir.usable());
+    }
     root_only_dir dir;
-    INFO("pin-proxy's tests need root and a checkout only root may change (the test command runs as root)");
-    REQUIRE(dir.usable());
-    const auto hosts = (dir.path / "hosts").string();
-    const auto ipv4 = (dir.path / "proxy-ipv4").string();
+    std::string hosts = (dir.path / "hosts").string();
+    std::string ipv4 = (dir.path / "proxy-ipv4").string();
+};
+
+TEST_CASE("pin-proxy rewrites the hosts file in place and reports the pin") {
+    const pin_files files;
+    const auto& hosts = files.hosts;
+    const auto& ipv4 = files.ipv4;
     const std::string before = "127.0.0.1 localhost\n10.0.0.1 maka-eval-mitmproxy\n";
     std::ofstream(hosts) << before;
     std::ofstream(ipv4) << "172.18.0.2\n";
@@ -189,11 +199,10 @@ TEST_CASE("pin-proxy rewrites the hosts file in place and reports the pin") {
 }
 
 TEST_CASE("pin-proxy trusts only root's files: a link, a file others may write, a directory not root's") {
-    root_only_dir dir;
-    INFO("pin-proxy's tests need root and a checkout only root may change (the test command runs as root)");
-    REQUIRE(dir.usable());
-    const auto hosts = (dir.path / "hosts").string();
-    const auto ipv4 = (dir.path / "proxy-ipv4").string();
+    const pin_files files;
+    const auto& dir = files.dir;
+    const auto& hosts = files.hosts;
+    const auto& ipv4 = files.ipv4;
     std::ofstream(hosts) << "127.0.0.1 localhost\n";
     std::ofstream(dir.path / "real-ipv4") << "172.18.0.9\n";
     auto pin = [&] {
@@ -226,11 +235,9 @@ TEST_CASE("pin-proxy trusts only root's files: a link, a file others may write, 
 }
 
 TEST_CASE("pin-proxy refuses a bad host before touching anything, and a missing or malformed address") {
-    root_only_dir dir;
-    INFO("pin-proxy's tests need root and a checkout only root may change (the test command runs as root)");
-    REQUIRE(dir.usable());
-    const auto hosts = (dir.path / "hosts").string();
-    const auto ipv4 = (dir.path / "proxy-ipv4").string();
+    const pin_files files;
+    const auto& hosts = files.hosts;
+    const auto& ipv4 = files.ipv4;
     std::ofstream(hosts) << "127.0.0.1 localhost\n";
     std::ofstream(ipv4) << "172.18.0.2\n";
     auto pin = [&](const std::string& host) {
