@@ -171,14 +171,15 @@ void secret_masker::feed(std::string_view chunk, std::string& out) {
         state_ = step(state_, bytes[i]);
         if (const std::uint32_t length = nodes_[state_].longest; length > 0) {
             // An occurrence ends here: what it covers joins the masked stretches (as a union).
+            // Occurrences end in order, but a longer one may begin before stretches already found: every
+            // stretch it overlaps or touches is folded into it.
             const std::uint64_t end = base + i + 1;
-            const std::uint64_t begin = std::max(end - length, masked_end_);
-            if (!masked_runs_.empty() && begin <= masked_runs_.back().second) {
-                masked_runs_.back().second = end;
-            } else {
-                masked_runs_.emplace_back(begin, end);
+            std::uint64_t begin = end - length;
+            while (!masked_runs_.empty() && masked_runs_.back().second >= begin) {
+                begin = std::min(begin, masked_runs_.back().first);
+                masked_runs_.pop_back();
             }
-            masked_end_ = end;
+            masked_runs_.emplace_back(begin, end);
         }
     }
     // What a later occurrence could still include: the bytes the automaton is inside of.
@@ -201,7 +202,6 @@ void secret_masker::emit(std::size_t keep, std::string& out) {
             out.append(pending_, static_cast<std::size_t>(at - position_),
                        static_cast<std::size_t>(until - at));
             last_out_masked_ = false;
-            at = until;
             break;
         }
         auto& run = masked_runs_.front();
@@ -209,7 +209,6 @@ void secret_masker::emit(std::size_t keep, std::string& out) {
             out.append(pending_, static_cast<std::size_t>(at - position_),
                        static_cast<std::size_t>(run.first - at));
             last_out_masked_ = false;
-            at = run.first;
         }
         // A stretch that continues one already shown (emitted before, or touching it) adds no second ***.
         if (!last_out_masked_) {

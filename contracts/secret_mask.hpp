@@ -71,7 +71,6 @@ class secret_masker {
     // The masked stretches of what is pending, [begin, end) in stream offsets: sorted, apart from each
     // other (touching or overlapping ones are merged as they are found).
     std::vector<std::pair<std::uint64_t, std::uint64_t>> masked_runs_;
-    std::uint64_t masked_end_ = 0; // stream offset one past the last byte masked
     bool last_out_masked_ = false; // the last byte emitted was masked (a run continues across emits)
     std::uint64_t masked_ = 0;
 };

@@ -93,6 +93,12 @@ TEST_CASE("short values are not masked and are counted, overlapping values mask 
     masker.finish(out);
     CHECK(out == "xx***yy abc");
     CHECK(masker.masked() == 1);
+    // A longer value found after a shorter one inside it, beginning before it: the whole longer one goes.
+    secret_masker nested({"cdef", "abcdefghij"});
+    out.clear();
+    nested.feed("xxabcdefghijyy", out);
+    nested.finish(out);
+    CHECK(out == "xx***yy");
 }
 
 TEST_CASE("nothing to mask is a pass-through, and what is held back is bounded by the longest form") {
