@@ -263,6 +263,9 @@ struct to_json_visitor {
         if (m.usage) {
             out["usage"] = to_json(*m.usage);
         }
+        if (!m.stderr_tail.empty()) {
+            out["stderrTail"] = shorten_text(m.stderr_tail, stderr_tail_bytes);
+        }
         if (m.settled) {
             out["settleMs"] = m.settle_ms;
             out["signalled"] = m.signalled;
@@ -456,6 +459,7 @@ boost::system::result<session_message, failure> from_json(const json::object& ob
                 r.fail("usage." + u.where());
             }
         }
+        m.stderr_tail = r.text("stderrTail", false);
         if (m.settled) {
             m.settle_ms = r.count("settleMs");
             m.signalled = r.count("signalled");

@@ -89,6 +89,8 @@ struct run_request {
     std::vector<std::string> mask;
 };
 
+inline constexpr std::size_t stderr_tail_bytes = 1024;
+
 struct cancel_request {
     std::string reason; // "cancel" | "relay-gone" …, for the report
 };
@@ -139,11 +141,14 @@ struct report_message {
     artifact_summary stderr_artifact;
     std::uint64_t peak_rss_kib = 0;     // the helper's own peak resident memory
     std::optional<subject_usage> usage; // absent from helpers before it
-    std::uint64_t run_ms = 0;           // start → leader exit
-    std::uint64_t settle_ms = 0;        // cancel → no child left (settled only)
-    std::uint64_t signalled = 0;        // processes signalled while settling
-    std::string reason;                 // settled: why
-    bool quiesced = true;               // settled: false when processes were still alive after the KILL grace
+    // The end of the subject's stderr as kept (masked, at most stderr_tail_bytes, valid UTF-8): why it
+    // failed, for a person reading `run`'s summary. Empty when it wrote nothing there.
+    std::string stderr_tail;
+    std::uint64_t run_ms = 0;    // start → leader exit
+    std::uint64_t settle_ms = 0; // cancel → no child left (settled only)
+    std::uint64_t signalled = 0; // processes signalled while settling
+    std::string reason;          // settled: why
+    bool quiesced = true;        // settled: false when processes were still alive after the KILL grace
 };
 
 // What an `error` message is about; the relay acts on the code (e.g. a failed start is reported as such, a

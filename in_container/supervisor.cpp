@@ -7,6 +7,7 @@
 #include "contracts/result_frame.hpp"
 #include "contracts/secret.hpp"
 #include "contracts/secret_mask.hpp"
+#include "contracts/utf8.hpp"
 #include "contracts/wire_json.hpp"
 #include "in_container/artifact_store.hpp"
 #include "in_container/follow_output.hpp"
@@ -67,6 +68,7 @@ struct output_stream {
     bool cut = false;                               // a byte was dropped at the limit (said once in the log)
     std::optional<contracts::secret_masker> masker; // nullopt: nothing to mask
     std::string masked;                             // the masker's output for the current chunk
+    std::string tail;                               // the last bytes kept (up to twice stderr_tail_bytes)
 
     // The subject's bytes, masked, kept; `shown` is what was kept (for the live output). False only when
     // the file cannot be written.
@@ -114,6 +116,13 @@ struct output_stream {
         }
         file_digest.update(chunk.substr(0, room));
         written += room;
+        // The end of what was kept, for the report (bounded: trimmed when it has grown to twice the tail).
+        tail.append(
+            chunk.substr(room > contracts::stderr_tail_bytes ? room - contracts::stderr_tail_bytes : 0,
+                         std::min(room, contracts::stderr_tail_bytes)));
+        if (tail.size() > 2 * contracts::stderr_tail_bytes) {
+            tail.erase(0, tail.size() - contracts::stderr_tail_bytes);
+        }
         if (room < chunk.size() && !cut) {
             cut = true;
             log_line(path + " reached its limit of " + std::to_string(limit) +
@@ -844,6 +853,9 @@ report_message supervision::report() {
     m.diagnostic = std::move(projection.diagnostic);
     m.stdout_artifact = out_.summary();
     m.stderr_artifact = err_.summary();
+    const std::string_view tail = err_.tail;
+    m.stderr_tail = contracts::repair_utf8(tail.substr(
+        tail.size() > contracts::stderr_tail_bytes ? tail.size() - contracts::stderr_tail_bytes : 0));
     m.run_ms = ms_between(started_at_, leader_gone_ ? exited_at_ : clock_type::now());
     m.peak_rss_kib = contracts::peak_rss_kib();
     if (spawned_.status == spawn_status::started) {

@@ -11,6 +11,7 @@
 #include "relay/trial.hpp"
 
 #include <csignal>
+#include <cstdint>
 #include <iostream>
 #include <optional>
 #include <unistd.h>
@@ -168,6 +169,15 @@ int run_command(std::span<const std::string_view> args) {
     contracts::wipe_values(options->common.task_environment);
     contracts::wipe_values(config.common.task_environment);
     const std::string artifacts = env->artifacts_dir();
+    // The subject's own code, as docker run gives it, when asked and when the trial completed.
+    const std::int64_t subject_code =
+        seen.executed && seen.executed->at("termination").as_string() == "exited"
+            ? seen.executed->at("exitCode").as_int64()
+            : 0;
+    const auto final_code = [&] {
+        return options->exit_with_subject && code == exit_success ? static_cast<int>(subject_code & 0xFF)
+                                                                  : code;
+    };
     if (follow && !options->json && !follow->stdout_at_line_start()) {
         std::cout << "\n"; // the summary starts a line of its own after output that did not end one
     }
@@ -185,8 +195,11 @@ int run_command(std::span<const std::string_view> args) {
         if (code != exit_success && !outcome.message.empty()) {
             out["error"] = outcome.message; // what the log said, for whoever reads only the object
         }
+        if (!outcome.stderr_tail.empty()) {
+            out["stderrTail"] = outcome.stderr_tail;
+        }
         std::cout << contracts::to_wire(out) << "\n";
-        return code;
+        return final_code();
     }
     if (seen.ready) {
         std::cout << "ready       cwd " << seen.ready->at("cwd").as_string().c_str() << "\n";
@@ -198,6 +211,21 @@ int run_command(std::span<const std::string_view> args) {
                   << "frame       " << contracts::to_wire(e.at("stdout"))
                   << " (the decoded result frame; what the subject printed is in the artifacts)\n"
                   << "diagnostic  " << contracts::to_wire(e.at("diagnostic")) << "\n";
+        if (subject_code != 0 && !outcome.stderr_tail.empty()) {
+            // Why it failed, without opening the artifacts: the end of its stderr, indented.
+            std::string tail = outcome.stderr_tail;
+            while (!tail.empty() && tail.back() == '\n') {
+                tail.pop_back();
+            }
+            std::string indented;
+            for (const char ch : tail) {
+                indented += ch;
+                if (ch == '\n') {
+                    indented += "            ";
+                }
+            }
+            std::cout << "stderr      " << indented << "\n";
+        }
     } else {
         std::cout << "executed    (none" << (seen.failure.empty() ? "" : ": " + seen.failure) << ")\n";
     }
@@ -206,9 +234,12 @@ int run_command(std::span<const std::string_view> args) {
         std::cout << "usage       cpu " << u.user_ms << " ms user + " << u.system_ms << " ms sys, peak RSS "
                   << u.peak_rss_kib << " KiB, " << u.processes << " processes, " << u.wall_ms << " ms wall\n";
     }
-    std::cout << "artifacts   " << artifacts << "\n"
-              << "relay exit  " << code << " (" << exit_name(code) << ")\n";
-    return code;
+    std::cout << "artifacts   " << artifacts << " (kept)\n"
+              << "relay exit  " << final_code() << " ("
+              << (final_code() == code ? std::string(exit_name(code))
+                                       : std::string("the subject's exit code"))
+              << ")\n";
+    return final_code();
 }
 
 int run_cli(std::span<const std::string_view> args) {

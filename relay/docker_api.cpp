@@ -438,6 +438,15 @@ docker_api::inspect_container(std::string id) {
         co_return response.error();
     }
     if (response->status == 404) {
+        // Only an engine's 404 means that: a peer that answers 404 to everything is not an engine at all.
+        auto ping = co_await request("GET", "/_ping");
+        if (!ping || ping->status != 200 || ping->body != "OK") {
+            co_return relay_error{relay_errc::engine,
+                                  "the peer at " + engine_.url() +
+                                      " is not a Docker engine (GET /_ping answered " +
+                                      (ping ? "HTTP " + std::to_string(ping->status) : ping.error().message) +
+                                      "): check DOCKER_HOST or --docker-host"};
+        }
         co_return relay_error{relay_errc::engine, "container " + id + " does not exist"};
     }
     if (response->status != 200) {

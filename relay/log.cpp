@@ -3,6 +3,8 @@
 
 #include "contracts/wire_json.hpp"
 
+#include <charconv>
+#include <cstdint>
 #include <unistd.h>
 
 namespace maka_eval::relay {
@@ -15,7 +17,16 @@ void phase_log::emit(std::string_view name, std::string_view level, std::initial
     if (format_ == log_format::json) {
         boost::json::object o{{"level", level}, {"phase", name}, {"ms", ms}};
         for (const auto& [key, value] : fields) {
-            o[key] = value;
+            // A count, a duration or an id is a number to whoever parses the log, not a string.
+            std::int64_t number = 0;
+            const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
+            const bool plain = !value.empty() && ec == std::errc() && end == value.data() + value.size() &&
+                               (value == "0" || (value[0] != '0' && value.rfind("-0", 0) != 0));
+            if (plain) {
+                o[key] = number;
+            } else {
+                o[key] = value;
+            }
         }
         line = contracts::to_wire(o);
     } else {

@@ -29,6 +29,8 @@ constexpr std::string_view usage = R"(usage:
                       [--follow|--no-follow] -- CMD [ARG...]
       manual debugging: one trial against an in-process loopback orchestrator (real TCP, same code path)
       --credential NAME takes the value from this process's environment
+      --exit-with-subject: when the trial completes, exit with the subject's own exit code (as docker run
+      does) instead of 0; the relay's own failures keep their codes
       --follow shows the subject's stdout and stderr here as they are produced (default when stdout is a
       terminal and --json is not given); what is recorded and reported is the same either way
   maka-eval-relay --version | --help
@@ -433,6 +435,8 @@ boost::system::result<run_options, relay_error> parse_run(std::span<const std::s
             out.json = true;
         } else if (name == "--follow" || name == "--no-follow") {
             out.follow = name == "--follow";
+        } else if (name == "--exit-with-subject") {
+            out.exit_with_subject = true;
         } else if (name == "--no-capture") {
             out.capture_stdout = false;
         } else if ((name == "-e" || name == "--env-var") && has_value) {

@@ -71,7 +71,8 @@ struct connect_options {
 struct run_options {
     common_options common;
     bool json = false;
-    std::optional<bool> follow; // --follow / --no-follow; unset: when stdout is a terminal and not --json
+    std::optional<bool> follow;     // --follow / --no-follow; unset: when stdout is a terminal and not --json
+    bool exit_with_subject = false; // --exit-with-subject: a completed trial exits with the subject's code
     bool capture_stdout = true;
     contracts::variables environment;
     contracts::variables credentials;

@@ -119,6 +119,7 @@ class trial : public std::enable_shared_from_this<trial> {
     void finish();
     // The subject's consumption: its own phase line, and kept for `run` (the orchestrator never sees it).
     void note_usage(const contracts::report_message& report) {
+        stderr_tail_ = report.stderr_tail;
         if (!report.usage) {
             return;
         }
@@ -179,6 +180,7 @@ class trial : public std::enable_shared_from_this<trial> {
     // One deadline for the whole teardown: settle, recovery and destroy share it (teardown_budget.hpp).
     teardown_deadline teardown_;
     std::optional<contracts::subject_usage> usage_;
+    std::string stderr_tail_;
 };
 
 asio::awaitable<void> trial::watch_signals() {
@@ -266,6 +268,7 @@ asio::awaitable<trial_outcome> trial::run() {
     spawn(watch_signals());
     auto result = co_await prepare_and_run();
     result.usage = usage_;
+    result.stderr_tail = stderr_tail_;
     finish();
     if (config_.follow != nullptr) {
         config_.follow->finish();

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <filesystem>
 #include <poll.h>
+#include <string_view>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <thread>
@@ -25,7 +26,8 @@ namespace fs = std::filesystem;
 // Listens on a unix socket, accepts every connection and reads whatever comes, never writing a byte.
 class stalled_engine {
   public:
-    stalled_engine() {
+    // `not_an_engine`: answers every request with HTTP 404 instead of staying silent.
+    explicit stalled_engine(bool not_an_engine = false) : not_an_engine_(not_an_engine) {
         listener_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         REQUIRE(listener_ >= 0);
         sockaddr_un address{};
@@ -75,6 +77,13 @@ class stalled_engine {
                     char buffer[4096];
                     if (::read(fds[i].fd, buffer, sizeof buffer) > 0) {
                         asked_ = true;
+                        if (not_an_engine_) {
+                            static constexpr std::string_view reply =
+                                "HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\nConnection: close\r\n\r\nnot "
+                                "found";
+                            (void)::write(fds[i].fd, reply.data(), reply.size());
+                            ::shutdown(fds[i].fd, SHUT_RDWR);
+                        }
                     }
                 }
             }
@@ -84,6 +93,7 @@ class stalled_engine {
     fs::path path_ = fs::temp_directory_path() / ("stalled-engine-" + std::to_string(::getpid()) + ".sock");
     int listener_ = -1;
     std::vector<int> peers_;
+    bool not_an_engine_ = false;
     std::atomic<bool> stop_{false};
     std::atomic<bool> asked_{false};
     std::thread thread_;
@@ -117,6 +127,17 @@ TEST_CASE("SIGTERM while the engine stalls: honoured at once, not after the engi
     INFO(o.relay_log);
     CHECK(o.relay_log.find("cancelled before the subject started") != std::string::npos);
     CHECK(o.transcript.at("executed").is_null());
+}
+
+TEST_CASE(
+    "a peer that answers 404 to everything is said not to be a Docker engine, not a missing container") {
+    const stalled_engine peer(true);
+    trial t(subject({"--hold"}, "exit 0"), {"--env", "docker:task", "--docker-host", peer.url()});
+    const auto o = t.finish();
+    CHECK(o.exit_code == relay::exit_environment);
+    INFO(o.relay_log);
+    CHECK(o.relay_log.find("is not a Docker engine (GET /_ping answered HTTP 404)") != std::string::npos);
+    CHECK(o.relay_log.find("does not exist") == std::string::npos);
 }
 
 } // namespace

@@ -74,6 +74,12 @@ TEST_CASE("--log-format json: one JSON object per phase on stderr, with its dura
         REQUIRE(object.has_value());
         CHECK(object->at("ms").is_int64());
         phases += object->at("level").as_string() == "info" ? 1 : 0;
+        if (object->at("phase").as_string() == "started") {
+            CHECK(object->at("pid").is_int64()); // numbers are numbers
+        }
+        if (object->at("phase").as_string() == "helper") {
+            CHECK(object->at("cwd").is_string());
+        }
     }
     CHECK(phases >= 7); // connected, helper, ready, execute, started, exited, executed, verify
 }
@@ -478,6 +484,27 @@ TEST_CASE(
     CHECK(nested.exit_code != 0);
     CHECK(nested.err.find("--work-dir /nonexistent/dir: No such file or directory") != std::string::npos);
     CHECK_FALSE(fs::exists("/nonexistent"));
+}
+
+TEST_CASE("run: why a subject failed is in the summary, and --exit-with-subject exits with its code") {
+    const auto r =
+        run_process({relay_binary, "run", "--helper", helper_binary, "--", "/nonexistent"}, "", base_env());
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("executed    exited, exit code 127\n") != std::string::npos);
+    CHECK(r.out.find("stderr      maka-eval-helper: cannot execute /nonexistent: not found\n") !=
+          std::string::npos);
+    CHECK(r.out.find("frame       \"\" (the decoded result frame") != std::string::npos);
+    const auto own = run_process({relay_binary, "run", "--exit-with-subject", "--helper", helper_binary, "--",
+                                  "sh", "-c", "echo why >&2; exit 7"},
+                                 "", base_env());
+    CHECK(own.exit_code == 7);
+    CHECK(own.out.find("stderr      why\n") != std::string::npos);
+    CHECK(own.out.find("relay exit  7 (the subject's exit code)") != std::string::npos);
+    const auto fine =
+        run_process({relay_binary, "run", "--exit-with-subject", "--helper", helper_binary, "--", "true"}, "",
+                    base_env());
+    CHECK(fine.exit_code == 0);
+    CHECK(fine.out.find("stderr ") == std::string::npos);
 }
 
 TEST_CASE("run --json --follow: stdout is the JSON object alone, the followed output on stderr, and a "
