@@ -12,6 +12,7 @@
 
 #include <csignal>
 #include <cstdint>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <unistd.h>
@@ -168,7 +169,14 @@ int run_command(std::span<const std::string_view> args) {
     const int code = outcome.exit_code;
     contracts::wipe_values(options->common.task_environment);
     contracts::wipe_values(config.common.task_environment);
-    const std::string artifacts = env->artifacts_dir();
+    std::string artifacts = env->artifacts_dir();
+    if (options->remove_work_dir) {
+        // The directory the local backend made (mkdtemp) for this trial alone: scope file and artifacts.
+        std::error_code failed;
+        std::filesystem::remove_all(std::filesystem::path(artifacts).parent_path(), failed);
+        artifacts =
+            failed ? artifacts + " (could not be removed: " + failed.message() + ")" : "(removed: --rm)";
+    }
     // The subject's own code, as docker run gives it, when asked and when the trial completed.
     const std::int64_t subject_code =
         seen.executed && seen.executed->at("termination").as_string() == "exited"
@@ -234,7 +242,7 @@ int run_command(std::span<const std::string_view> args) {
         std::cout << "usage       cpu " << u.user_ms << " ms user + " << u.system_ms << " ms sys, peak RSS "
                   << u.peak_rss_kib << " KiB, " << u.processes << " processes, " << u.wall_ms << " ms wall\n";
     }
-    std::cout << "artifacts   " << artifacts << " (kept)\n"
+    std::cout << "artifacts   " << artifacts << (options->remove_work_dir ? "" : " (kept)") << "\n"
               << "relay exit  " << final_code() << " ("
               << (final_code() == code ? std::string(exit_name(code))
                                        : std::string("the subject's exit code"))

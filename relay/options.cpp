@@ -29,6 +29,7 @@ constexpr std::string_view usage = R"(usage:
                       [--follow|--no-follow] -- CMD [ARG...]
       manual debugging: one trial against an in-process loopback orchestrator (real TCP, same code path)
       --credential NAME takes the value from this process's environment
+      --rm: the local backend's own work directory (artifacts included) is removed after the trial
       --exit-with-subject: when the trial completes, exit with the subject's own exit code (as docker run
       does) instead of 0; the relay's own failures keep their codes
       --follow shows the subject's stdout and stderr here as they are produced (default when stdout is a
@@ -435,6 +436,8 @@ boost::system::result<run_options, relay_error> parse_run(std::span<const std::s
             out.json = true;
         } else if (name == "--follow" || name == "--no-follow") {
             out.follow = name == "--follow";
+        } else if (name == "--rm") {
+            out.remove_work_dir = true;
         } else if (name == "--exit-with-subject") {
             out.exit_with_subject = true;
         } else if (name == "--no-capture") {
@@ -472,6 +475,11 @@ boost::system::result<run_options, relay_error> parse_run(std::span<const std::s
         return relay_error{relay_errc::usage, "run needs a command after --"};
     }
     out.argv.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+    if (out.remove_work_dir && (out.common.backend != backend_kind::local || !out.common.work_dir.empty())) {
+        return relay_error{relay_errc::usage,
+                           "--rm removes the work directory the local backend makes for itself: "
+                           "not with --work-dir (yours) or another backend"};
+    }
     // What the orchestrator side would refuse after the trial started (exit 4) is a usage error here, before
     // it.
     std::size_t bytes = 0;

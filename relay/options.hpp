@@ -73,6 +73,7 @@ struct run_options {
     bool json = false;
     std::optional<bool> follow;     // --follow / --no-follow; unset: when stdout is a terminal and not --json
     bool exit_with_subject = false; // --exit-with-subject: a completed trial exits with the subject's code
+    bool remove_work_dir = false;   // --rm: the local backend's own work directory goes after the trial
     bool capture_stdout = true;
     contracts::variables environment;
     contracts::variables credentials;

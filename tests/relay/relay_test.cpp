@@ -507,6 +507,25 @@ TEST_CASE("run: why a subject failed is in the summary, and --exit-with-subject 
     CHECK(fine.out.find("stderr ") == std::string::npos);
 }
 
+TEST_CASE("run --rm leaves no work directory behind, and is refused with a --work-dir of the user's") {
+    const auto r = run_process(
+        {relay_binary, "run", "--rm", "--json", "--helper", helper_binary, "--", "true"}, "", base_env());
+    CHECK(r.exit_code == 0);
+    const auto object = contracts::parse_object(r.out, 1 << 20).value();
+    CHECK(object.at("artifacts").as_string() == "(removed: --rm)");
+    const auto kept =
+        run_process({relay_binary, "run", "--json", "--helper", helper_binary, "--", "true"}, "", base_env());
+    const auto dir =
+        fs::path(std::string(contracts::parse_object(kept.out, 1 << 20).value().at("artifacts").as_string()))
+            .parent_path();
+    CHECK(fs::exists(dir));
+    fs::remove_all(dir);
+    const auto refused =
+        run_process({relay_binary, "run", "--rm", "--work-dir", "/tmp", "--", "true"}, "", base_env());
+    CHECK(refused.exit_code == relay::exit_usage);
+    CHECK(refused.err.find("--rm removes the work directory") != std::string::npos);
+}
+
 TEST_CASE("run --json --follow: stdout is the JSON object alone, the followed output on stderr, and a "
           "failure says why") {
     const auto r = run_process({relay_binary, "run", "--json", "--follow", "--helper", helper_binary, "--",
