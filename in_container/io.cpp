@@ -55,15 +55,31 @@ int open_retry(const std::string& path, int flags, unsigned mode, int directory)
 }
 
 int open_directory_creating(const std::string& path, unsigned mode) {
-    std::size_t pos = 0;
-    while (pos != std::string::npos) {
-        pos = path.find('/', pos + 1);
-        const std::string partial = path.substr(0, pos);
-        if (!partial.empty() && ::mkdir(partial.c_str(), static_cast<mode_t>(mode)) != 0 && errno != EEXIST) {
+    // One component at a time from / (or the working directory), each opened without following a link:
+    // a symlink anywhere on the way (a /logs a subject pointed elsewhere) is refused, never followed.
+    int directory = open_retry(path.starts_with("/") ? "/" : ".", O_PATH | O_DIRECTORY);
+    std::size_t begin = 0;
+    while (directory >= 0 && begin < path.size()) {
+        const auto end = path.find('/', begin);
+        const std::string name =
+            path.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+        begin = end == std::string::npos ? path.size() : end + 1;
+        if (name.empty() || name == ".") {
+            continue;
+        }
+        if (::mkdirat(directory, name.c_str(), static_cast<mode_t>(mode)) != 0 && errno != EEXIST) {
+            const int error = errno;
+            ::close(directory);
+            errno = error;
             return -1;
         }
+        const int next = open_retry(name, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0, directory);
+        const int error = errno;
+        ::close(directory);
+        errno = error;
+        directory = next;
     }
-    return open_retry(path, O_PATH | O_DIRECTORY | O_NOFOLLOW);
+    return directory;
 }
 
 void close_inherited_descriptors() {

@@ -19,8 +19,8 @@ std::optional<std::string> read_file(const std::string& path, std::size_t limit)
 // for a relative `path` (AT_FDCWD: the working directory).
 int open_retry(const std::string& path, int flags, unsigned mode = 0, int directory = AT_FDCWD);
 // The directory at `path` as it exists when it is a real directory (whoever owns it), its missing components
-// created with `mode` (the original created /logs/artifacts 0700); never through a symbolic link. An O_PATH
-// descriptor, or -1 with errno.
+// created with `mode` (the original created /logs/artifacts 0700); never through a symbolic link, at any
+// component. An O_PATH descriptor, or -1 with errno (ELOOP or ENOTDIR for a link on the way).
 int open_directory_creating(const std::string& path, unsigned mode);
 // Closes every descriptor above stderr (close_range, or one by one where the kernel lacks it).
 void close_inherited_descriptors();

@@ -345,6 +345,20 @@ TEST_CASE("a plain image without /logs: the helper makes the directories, the su
     CHECK(c.exec("cat /logs/artifacts/maka-subject.stdout.txt").out.starts_with("ran\n"));
 }
 
+TEST_CASE("a /logs that is a symbolic link is refused, nothing made where it points") {
+    require_engine();
+    container c;
+    REQUIRE(c.exec("rm -rf /logs && mkdir /elsewhere && ln -s /elsewhere /logs").exit_code == 0);
+    trial t(in_container({}, ": > /tmp/ran"), c.relay_args());
+    const auto o = t.finish();
+    CHECK(o.exit_code == relay::exit_environment);
+    INFO(o.relay_log);
+    CHECK(o.relay_log.find("could not prepare subject artifact output") != std::string::npos);
+    CHECK(o.relay_log.find("symbolic link") != std::string::npos);
+    CHECK(c.exec("ls -A /elsewhere").out.empty());
+    CHECK(c.exec("test -e /tmp/ran").exit_code != 0); // the subject never ran
+}
+
 TEST_CASE("a FIFO planted at the scope record's name neither hangs the start nor is written through") {
     require_engine();
     container c;
