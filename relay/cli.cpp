@@ -56,7 +56,7 @@ int usage_failure(const std::string& message) {
 // Runs the trial (and, for `run`, the loopback orchestrator beside it) to the end.
 trial_outcome drive(boost::asio::io_context& context, const trial_config& config, backend& env,
                     phase_log& log) {
-    trial_outcome result{exit_internal, {}, std::nullopt};
+    trial_outcome result{exit_internal, {}, std::nullopt, {}};
     boost::asio::co_spawn(context, run_trial(config, env, log),
                           [&](const std::exception_ptr& error, trial_outcome outcome) {
                               // Nothing may keep the relay past the trial (and its teardown budget).

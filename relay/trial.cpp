@@ -148,7 +148,7 @@ class trial : public std::enable_shared_from_this<trial> {
     }
 
     static trial_outcome outcome(int code, std::string message = {}) {
-        return {code, std::move(message), std::nullopt};
+        return {code, std::move(message), std::nullopt, {}};
     }
     trial_outcome cancelled_before_start(int signal) {
         return outcome(signal == SIGINT ? exit_host_teardown : exit_cancelled,
