@@ -428,7 +428,9 @@ docker_api::send(const std::string& method, const std::string& target, const std
                 " speaks TLS on that port: set DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH (the "
                 "directory of ca.pem, cert.pem and key.pem)"};
     }
-    co_return docker_response{static_cast<int>(res.result_int()), std::move(res.body())};
+    std::string api_version(res["Api-Version"]);
+    co_return docker_response{static_cast<int>(res.result_int()), std::move(res.body()),
+                              std::move(api_version)};
 }
 
 asio::awaitable<boost::system::result<container_facts, relay_error>>
@@ -440,12 +442,15 @@ docker_api::inspect_container(std::string id) {
     if (response->status == 404) {
         // Only an engine's 404 means that: a peer that answers 404 to everything is not an engine at all.
         auto ping = co_await request("GET", "/_ping");
-        if (!ping || ping->status != 200 || ping->body != "OK") {
-            co_return relay_error{relay_errc::engine,
-                                  "the peer at " + engine_.url() +
-                                      " is not a Docker engine (GET /_ping answered " +
-                                      (ping ? "HTTP " + std::to_string(ping->status) : ping.error().message) +
-                                      "): check DOCKER_HOST or --docker-host"};
+        if (!ping || ping->status != 200 || ping->body != "OK" || ping->api_version.empty()) {
+            const std::string answer = !ping ? ping.error().message
+                                             : "HTTP " + std::to_string(ping->status) +
+                                                   (ping->status == 200 && ping->api_version.empty()
+                                                        ? " without an Api-Version header"
+                                                        : "");
+            co_return relay_error{relay_errc::engine, "the peer at " + engine_.url() +
+                                                          " is not a Docker engine (GET /_ping answered " +
+                                                          answer + "): check DOCKER_HOST or --docker-host"};
         }
         co_return relay_error{relay_errc::engine, "container " + id + " does not exist"};
     }

@@ -34,6 +34,7 @@ namespace asio = boost::asio;
 struct docker_response {
     int status = 0;
     std::string body;
+    std::string api_version; // the engine's Api-Version header: every Docker engine sends it
 };
 
 struct exec_spec {

@@ -23,11 +23,17 @@ using namespace maka_eval;
 using namespace maka_eval::test;
 namespace fs = std::filesystem;
 
-// Listens on a unix socket, accepts every connection and reads whatever comes, never writing a byte.
+// What the peer on the socket does with a request.
+enum class peer_kind {
+    silent,           // reads it and never writes a byte
+    not_found,        // answers HTTP 404 to everything
+    pings_no_version, // 404, but "OK" to /_ping — without the Api-Version header every engine sends
+};
+
+// Listens on a unix socket, accepts every connection and reads whatever comes, answering as `kind` says.
 class stalled_engine {
   public:
-    // `not_an_engine`: answers every request with HTTP 404 instead of staying silent.
-    explicit stalled_engine(bool not_an_engine = false) : not_an_engine_(not_an_engine) {
+    explicit stalled_engine(peer_kind kind = peer_kind::silent) : kind_(kind) {
         listener_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         REQUIRE(listener_ >= 0);
         sockaddr_un address{};
@@ -75,12 +81,17 @@ class stalled_engine {
             for (std::size_t i = 1; i < fds.size(); ++i) {
                 if ((fds[i].revents & (POLLIN | POLLHUP)) != 0) {
                     char buffer[4096];
-                    if (::read(fds[i].fd, buffer, sizeof buffer) > 0) {
+                    const auto got = ::read(fds[i].fd, buffer, sizeof buffer);
+                    if (got > 0) {
                         asked_ = true;
-                        if (not_an_engine_) {
-                            static constexpr std::string_view reply =
-                                "HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\nConnection: close\r\n\r\nnot "
-                                "found";
+                        if (kind_ != peer_kind::silent) {
+                            const std::string_view request(buffer, static_cast<std::size_t>(got));
+                            const bool ping = kind_ == peer_kind::pings_no_version &&
+                                              request.find("/_ping ") != std::string_view::npos;
+                            const std::string_view reply =
+                                ping ? "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nOK"
+                                     : "HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\nConnection: "
+                                       "close\r\n\r\nnot found";
                             (void)::write(fds[i].fd, reply.data(), reply.size());
                             ::shutdown(fds[i].fd, SHUT_RDWR);
                         }
@@ -93,7 +104,7 @@ class stalled_engine {
     fs::path path_ = fs::temp_directory_path() / ("stalled-engine-" + std::to_string(::getpid()) + ".sock");
     int listener_ = -1;
     std::vector<int> peers_;
-    bool not_an_engine_ = false;
+    peer_kind kind_;
     std::atomic<bool> stop_{false};
     std::atomic<bool> asked_{false};
     std::thread thread_;
@@ -131,12 +142,23 @@ TEST_CASE("SIGTERM while the engine stalls: honoured at once, not after the engi
 
 TEST_CASE(
     "a peer that answers 404 to everything is said not to be a Docker engine, not a missing container") {
-    const stalled_engine peer(true);
+    const stalled_engine peer(peer_kind::not_found);
     trial t(subject({"--hold"}, "exit 0"), {"--env", "docker:task", "--docker-host", peer.url()});
     const auto o = t.finish();
     CHECK(o.exit_code == relay::exit_environment);
     INFO(o.relay_log);
     CHECK(o.relay_log.find("is not a Docker engine (GET /_ping answered HTTP 404)") != std::string::npos);
+    CHECK(o.relay_log.find("does not exist") == std::string::npos);
+}
+
+TEST_CASE("a web server that answers OK to /_ping but sends no Api-Version is not taken for an engine") {
+    const stalled_engine peer(peer_kind::pings_no_version);
+    trial t(subject({"--hold"}, "exit 0"), {"--env", "docker:task", "--docker-host", peer.url()});
+    const auto o = t.finish();
+    CHECK(o.exit_code == relay::exit_environment);
+    INFO(o.relay_log);
+    CHECK(o.relay_log.find("is not a Docker engine (GET /_ping answered HTTP 200 without an Api-Version "
+                           "header)") != std::string::npos);
     CHECK(o.relay_log.find("does not exist") == std::string::npos);
 }
 
