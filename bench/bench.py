@@ -20,6 +20,8 @@ the same run. Measurements (issue targets in brackets):
   6. per-trial overhead through the Harbor/Pier adapter and the bridge backend, with the Harbor-shaped
      stand-in environment (one `docker` CLI process per call), warm and cold, against a bare
      `docker exec … true` through the same CLI; calls on the environment object per trial [3 warm, <= 4 cold]
+  8. with --against BUILD (`--only versus`): warm and cold trials of this build against another build's relay,
+     alternated in one run (a change's cost, e.g. against a worktree of the commit before it)
 """
 import argparse
 import asyncio
@@ -295,6 +297,39 @@ def cold(relay, repeats, rows):
                      f"{statistics.median(calls):.0f} engine calls (target ≤ 4)"))
 
 
+def versus(relay, other, repeats, rows):
+    """This build against another (--against BUILD, e.g. a worktree of the previous commit), alternated in
+    one run so both see the same engine: a warm trial in one container (each relay's helper installed
+    first) and a cold trial in a fresh container per repeat."""
+    warm = {relay: [], other: []}
+    cold_walls = {relay: [], other: []}
+    c = Container("maka-bench-versus")
+    try:
+        for r in warm:
+            run_trial(r, c.name, "true")  # each build's helper goes in once
+        for _ in range(repeats):
+            for r, walls in warm.items():
+                wall, result, _ = run_trial(r, c.name, "true")
+                assert result["executed"]["exitCode"] == 0, result
+                walls.append(wall * 1000)
+    finally:
+        c.remove()
+    for i in range(repeats):
+        for n, (r, walls) in enumerate(cold_walls.items()):
+            f = Container(f"maka-bench-versus-cold{n}-{i}")
+            try:
+                wall, result, _ = run_trial(r, f.name, "true")
+                assert result["executed"]["exitCode"] == 0, result
+                walls.append(wall * 1000)
+            finally:
+                f.remove()
+    for label, walls in (("warm", warm), ("cold", cold_walls)):
+        base = statistics.median(walls[other])
+        rows.append((f"{label} trial, the other build ({other})", fmt(walls[other], "ms"), ""))
+        rows.append((f"{label} trial, this build", fmt(walls[relay], "ms"),
+                     f"{statistics.median(walls[relay]) / base:.3f}× the other build"))
+
+
 def put_archive_ms(container, tar_path):
     """One PUT /containers/{id}/archive on the engine's socket, timed (connection included, as the relay's)."""
     import http.client
@@ -460,7 +495,9 @@ def main():
     parser.add_argument("--build", required=True)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument("--only", help="one measurement: overhead, cold, cancel, memory, masking, concurrent, "
-                                       "projection, tls, bridge")
+                                       "projection, tls, bridge, versus")
+    parser.add_argument("--against", help="another build directory: `--only versus` compares warm and cold "
+                                          "trials with its relay")
     args = parser.parse_args()
     relay = f"{args.build}/relay/maka-eval-relay"
     repeats = 5 if args.quick else 15
@@ -476,6 +513,10 @@ def main():
         "tls": lambda: tls(args.build, relay, repeats, rows),
         "bridge": lambda: bridge(args.build, repeats, rows),
     }
+    if args.against:
+        measurements["versus"] = lambda: versus(relay, f"{args.against}/relay/maka-eval-relay", repeats, rows)
+    elif args.only == "versus":
+        parser.error("--only versus needs --against BUILD")
     if args.only and args.only not in measurements:
         parser.error(f"--only takes one of {', '.join(measurements)}")
     for name, measure in measurements.items():

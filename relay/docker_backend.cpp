@@ -6,8 +6,11 @@
 #include "relay/docker_api.hpp"
 #include "relay/helper_binary.hpp"
 #include "relay/install_record.hpp"
+#include "relay/installed_helper.hpp"
 #include "relay/tar_archive.hpp"
 
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <unistd.h>
@@ -80,8 +83,25 @@ class docker_backend final : public backend {
                                      installs_.unused_because() + "): the helper goes in on every trial\n";
             (void)::write(STDERR_FILENO, line.data(), line.size());
         }
-        bool installed = false; // by us, in this call: the record learns it once the helper answers
-        bool stream_install = ours && !installs_.contains(container_id_, helper_name_);
+        bool installed = false; // by us, in this call
+        // The cold install runs the container's own /bin/sh and head: only where no trial has run yet. Where
+        // one has, a root subject may have changed them, or the helper itself (resolve() downloaded what is
+        // at its path and compared it with this build): anything but this build's helper is replaced through
+        // the engine, which writes it from outside, before anything of the container runs as root.
+        const bool trial_ran_here = installs_.knows(container_id_);
+        bool stream_install = ours && installed_ == installed_copy::absent && !trial_ran_here;
+        if (ours && installed_ != installed_copy::genuine && !stream_install) {
+            const std::string line = "maka-eval-relay: the helper at " + helper_in_container_ +
+                                     " in container " + container_ + " is " +
+                                     (installed_ == installed_copy::absent ? "gone" : "not this build's") +
+                                     " since an earlier trial: put in again through the engine\n";
+            (void)::write(STDERR_FILENO, line.data(), line.size());
+            auto placed = co_await upload_helper();
+            if (!placed) {
+                co_return placed.error();
+            }
+            installed = true;
+        }
         for (int attempt = 0; attempt < 3; ++attempt) {
             // A root supervisor; the subject runs as the container's user (or --user), out of its reach.
             std::vector<std::string> args{"session"};
@@ -138,8 +158,8 @@ class docker_backend final : public backend {
                                            contracts::failure{});
             const bool answered = hello && (std::holds_alternative<contracts::hello_message>(*hello) ||
                                             std::holds_alternative<contracts::error_message>(*hello));
-            if (answered && (installed || streaming)) {
-                installs_.add(container_id_, helper_name_); // the helper ran: it is there
+            if (answered && ours) {
+                installs_.add(container_id_, helper_name_); // the helper ran: a trial ran here
             }
             if (hello && std::holds_alternative<contracts::hello_message>(*hello)) {
                 co_return std::unique_ptr<helper_session>(
@@ -233,6 +253,16 @@ class docker_backend final : public backend {
         if (!facts || !facts->running) {
             co_return gone(facts);
         }
+        if (resolved_ && options_.helper_in_container.empty()) {
+            // A root subject may have replaced or removed the helper since the session began: the cancel
+            // runs a copy put in just now (within a third of the budget; a failed upload leaves the cancel
+            // to say what it finds).
+            const auto begun = std::chrono::steady_clock::now();
+            asio::steady_timer limit(co_await asio::this_coro::executor, budget / 3);
+            (void)co_await (upload_helper() || limit.async_wait(as_tuple(use_awaitable)));
+            budget -= std::min(budget, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                           std::chrono::steady_clock::now() - begun));
+        }
         const auto settled = co_await cancel_as_root(std::move(scope), budget);
         // A container being killed still reads as running for a moment after its execs end: before calling
         // the cancel a failure, watch its state for a short while.
@@ -279,6 +309,17 @@ class docker_backend final : public backend {
             }
             container_ = *found;
         }
+        if (!options_.helper_in_container.empty()) {
+            helper_in_container_ = options_.helper_in_container; // mounted by the user (compose overlay)
+        } else {
+            auto digest = helper_digest(helper_on_host_);
+            if (!digest) {
+                co_return digest.error();
+            }
+            helper_digest_ = std::move(*digest);
+            helper_name_ = helper_name_of_digest(helper_digest_);
+            helper_in_container_ = "/" + std::string(helper_directory) + "/" + helper_name_;
+        }
         // One inspect per trial: the container's state for a clear error, its configured user (whom a plain
         // `docker exec` would run as: the subject's identity), and its compose project (for the sidecar).
         auto facts = co_await api_.inspect_container(container_);
@@ -292,18 +333,33 @@ class docker_backend final : public backend {
         container_id_ = facts->id;
         subject_user_ = options_.user.empty() ? facts->user : options_.user;
         compose_project_ = facts->compose_project;
-        if (!options_.helper_in_container.empty()) {
-            helper_in_container_ = options_.helper_in_container; // mounted by the user (compose overlay)
-        } else {
-            auto name = helper_content_name(helper_on_host_);
-            if (!name) {
-                co_return name.error();
+        if (options_.helper_in_container.empty()) {
+            // What is at our helper's path, read from outside the container: every root exec runs this
+            // build's helper or none. MAKA_EVAL_CHECK_HELPER_THROUGH_ENGINE=1 skips the look from this host
+            // (the tests' way to the download a remote engine gets).
+            const char* through_engine = std::getenv("MAKA_EVAL_CHECK_HELPER_THROUGH_ENGINE");
+            std::optional<installed_copy> found;
+            if (through_engine == nullptr || std::string_view(through_engine) != "1") {
+                found = compare_on_this_host(facts->pid, facts->id, helper_in_container_, helper_on_host_);
             }
-            helper_name_ = std::move(*name);
-            helper_in_container_ = "/" + std::string(helper_directory) + "/" + helper_name_;
+            installed_ = found ? *found : co_await installed_helper();
         }
         resolved_ = true;
         co_return boost::system::result<void, relay_error>{};
+    }
+
+    // What is at the helper's path in the container, downloaded through the engine (never by anything in
+    // the container, which a root subject may have changed): this build's helper, or not.
+    asio::awaitable<installed_copy> installed_helper() {
+        auto got = co_await api_.request("GET", "/containers/" + container_ +
+                                                    "/archive?path=" + helper_in_container_);
+        if (got && got->status == 404) {
+            co_return installed_copy::absent;
+        }
+        if (!got || got->status != 200) {
+            co_return installed_copy::other; // replaced through the engine, which then says what is wrong
+        }
+        co_return compare_download(got->body, helper_digest_);
     }
 
     // The helper binary, whole (1.7 MB): only read when it goes into a container.
@@ -401,10 +457,12 @@ class docker_backend final : public backend {
 
     std::string container_id_; // the engine's id: names, unlike ids, are reused by later containers
     install_record installs_;
+    std::string helper_digest_; // SHA-256 of this build's helper
     std::string helper_name_;
     std::string helper_in_container_;
-    std::string subject_user_;    // "" when the container runs as root
-    std::string compose_project_; // the container's, for the policy sidecar
+    installed_copy installed_ = installed_copy::absent; // what resolve() found at helper_in_container_
+    std::string subject_user_;                          // "" when the container runs as root
+    std::string compose_project_;                       // the container's, for the policy sidecar
     bool supervise_as_root_ = true;
     bool resolved_ = false;
 };

@@ -55,6 +55,10 @@ boost::system::result<container_facts, relay_error> parse_container(std::string_
     out.running = flag_at(*state, "Running");
     out.paused = flag_at(*state, "Paused");
     out.oom_killed = flag_at(*state, "OOMKilled");
+    if (const auto* pid = state->if_contains("Pid");
+        pid != nullptr && pid->is_int64() && pid->get_int64() > 0 && pid->get_int64() <= (1LL << 22)) {
+        out.pid = static_cast<long>(pid->get_int64());
+    }
     out.user = text_at(*config, "User").value_or("");
     if (const auto* labels = child_object(*config, "Labels")) {
         out.compose_project = text_at(*labels, "com.docker.compose.project").value_or("");

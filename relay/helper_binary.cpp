@@ -66,7 +66,7 @@ boost::system::result<std::string, relay_error> helper_to_upload(const common_op
                                                            ec ? *helper : real.string());
 }
 
-boost::system::result<std::string, relay_error> helper_content_name(const std::string& path) {
+boost::system::result<std::string, relay_error> helper_digest(const std::string& path) {
     // Hashed in chunks: the binary is only held in memory when it must be uploaded.
     std::ifstream in(path, std::ios::binary);
     contracts::sha256 digest;
@@ -79,8 +79,19 @@ boost::system::result<std::string, relay_error> helper_content_name(const std::s
     if (size == 0) {
         return relay_error{relay_errc::environment, "cannot read " + path};
     }
-    return boost::system::result<std::string, relay_error>(boost::system::in_place_value,
-                                                           "helper-" + digest.hex().substr(0, 16));
+    return boost::system::result<std::string, relay_error>(boost::system::in_place_value, digest.hex());
+}
+
+std::string helper_name_of_digest(const std::string& digest) {
+    return "helper-" + digest.substr(0, 16);
+}
+
+boost::system::result<std::string, relay_error> helper_content_name(const std::string& path) {
+    auto digest = helper_digest(path);
+    if (!digest) {
+        return digest.error();
+    }
+    return helper_name_of_digest(*digest);
 }
 
 } // namespace maka_eval::relay

@@ -20,8 +20,11 @@ namespace maka_eval::relay {
 // For the docker and bridge backends: the helper file to upload, resolved past symlinks; empty when
 // --helper-in-container names one already there and none is found here.
 [[nodiscard]] boost::system::result<std::string, relay_error> helper_to_upload(const common_options& options);
+// The lowercase hex SHA-256 of the helper at `path`: what an installed copy must hash to.
+[[nodiscard]] boost::system::result<std::string, relay_error> helper_digest(const std::string& path);
 // "helper-<first 16 hex digits of its SHA-256>": its name inside a container (docker, bridge).
 [[nodiscard]] boost::system::result<std::string, relay_error> helper_content_name(const std::string& path);
+[[nodiscard]] std::string helper_name_of_digest(const std::string& digest);
 // The directory inside a container that holds it, owned by root.
 inline constexpr std::string_view helper_directory = ".maka-eval";
 

@@ -1,6 +1,7 @@
 // The host-side record of helper installs (see install_record.hpp).
 #include "relay/install_record.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -148,6 +149,15 @@ bool install_record::contains(std::string_view container_id, std::string_view he
     struct stat info {};
     return ::fstatat(directory_, entry_name(container_id, helper).c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 &&
            S_ISREG(info.st_mode);
+}
+
+bool install_record::knows(std::string_view container_id) const {
+    if (directory_ < 0 || !plain_name(container_id)) {
+        return false;
+    }
+    const std::string prefix = std::string(container_id) + "+";
+    return std::ranges::any_of(entries_of(directory_),
+                               [&prefix](const std::string& name) { return name.starts_with(prefix); });
 }
 
 void install_record::add(std::string_view container_id, std::string_view helper) const {

@@ -33,6 +33,9 @@ class install_record {
     ~install_record();
 
     [[nodiscard]] bool contains(std::string_view container_id, std::string_view helper) const;
+    // Whether any helper went into the container (an earlier trial ran there, perhaps a root subject that
+    // changed the shell the cold install would run).
+    [[nodiscard]] bool knows(std::string_view container_id) const;
     void add(std::string_view container_id, std::string_view helper) const;
     // The container is gone (destroyed by us): its entries go too.
     void forget(std::string_view container_id) const;

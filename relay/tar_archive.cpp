@@ -65,7 +65,72 @@ bool build(std::string& out, std::string_view directory, std::string_view name, 
     return true;
 }
 
+// A header's numeric field: octal digits, leading spaces or zeros, ended by NUL or space; nullopt for
+// anything else (the base-256 form is for sizes past 8 GiB, which no helper is).
+std::optional<unsigned long long> read_octal(std::string_view field) {
+    unsigned long long value = 0;
+    std::size_t i = 0;
+    while (i < field.size() && field[i] == ' ') {
+        ++i;
+    }
+    bool digits = false;
+    for (; i < field.size() && field[i] >= '0' && field[i] <= '7'; ++i) {
+        if (value > (~0ULL >> 3U)) {
+            return std::nullopt;
+        }
+        value = (value << 3U) | static_cast<unsigned>(field[i] - '0');
+        digits = true;
+    }
+    for (; i < field.size(); ++i) {
+        if (field[i] != '\0' && field[i] != ' ') {
+            return std::nullopt;
+        }
+    }
+    return digits ? std::optional<unsigned long long>(value) : std::nullopt;
+}
+
 } // namespace
+
+std::optional<tar_entry> first_tar_entry(std::string_view archive) {
+    // PAX ('x', 'g') and GNU long-name ('L', 'K') records describe the entry after them: passed over.
+    for (std::size_t at = 0, records = 0; records < 8 && archive.size() - at >= block; ++records) {
+        const std::string_view h = archive.substr(at, block);
+        if (h.find_first_not_of('\0') == std::string_view::npos) {
+            return std::nullopt; // the end-of-archive blocks: no entry
+        }
+        const auto sum = read_octal(h.substr(148, 8));
+        const auto size = read_octal(h.substr(124, 12));
+        const auto mode = read_octal(h.substr(100, 8));
+        if (!sum || !size || !mode) {
+            return std::nullopt;
+        }
+        unsigned computed = 0;
+        for (std::size_t i = 0; i < block; ++i) {
+            computed += (i >= 148 && i < 156) ? unsigned{' '} : unsigned{static_cast<unsigned char>(h[i])};
+        }
+        const std::size_t room = archive.size() - at - block;
+        if (computed != *sum || *size > room) {
+            return std::nullopt;
+        }
+        const char type = h[156] == '\0' ? '0' : h[156];
+        const std::string_view body = archive.substr(at + block, static_cast<std::size_t>(*size));
+        if (type == 'x' || type == 'g' || type == 'L' || type == 'K') {
+            const auto padded = (static_cast<std::size_t>(*size) + block - 1) / block * block;
+            if (padded > room) {
+                return std::nullopt;
+            }
+            at += block + padded;
+            continue;
+        }
+        tar_entry entry{type, static_cast<unsigned>(*mode & 07777U), {}};
+        if (type == '0' || type == '7') {
+            entry.type = '0';
+            entry.content.assign(body);
+        }
+        return entry;
+    }
+    return std::nullopt;
+}
 
 std::string tar_one_file(std::string_view directory, std::string_view name, std::string_view content,
                          unsigned mode, std::string_view alias) {

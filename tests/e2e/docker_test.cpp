@@ -16,7 +16,9 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 
 #include <doctest/doctest.h>
 #include <openssl/evp.h>
@@ -71,14 +73,74 @@ TEST_CASE("engine calls: 3 in a fresh container (the helper comes in on the sess
         c.exec("stat -c '%U %a' /.maka-eval /.maka-eval/helper-* && readlink /.maka-eval/maka-eval-helper && "
                "ls -a /.maka-eval | grep -c incoming")
             .out.starts_with("root 755\nroot 755\nhelper-"));
-    // The helper removed behind the record's back: the exec fails, the helper goes in again, the trial runs.
+    // The helper removed after a trial: it goes in again through the engine (one call more), the trial runs.
     REQUIRE(c.exec("rm -rf /.maka-eval").exit_code == 0);
     trial t(in_container({}, script), c.relay_args());
     const auto o = t.finish();
     CHECK(o.exit_code == relay::exit_success);
-    CHECK(engine_calls(o.relay_log) > 3);
+    CHECK(engine_calls(o.relay_log) == 4);
+    CHECK(o.relay_log.find("is gone since an earlier trial: put in again through the engine") !=
+          std::string::npos);
     trial again(in_container({}, script), c.relay_args());
     CHECK(engine_calls(again.finish().relay_log) == 3);
+}
+
+// A root subject swaps every installed helper for a script that would keep what it is given (the next
+// trial's credential on its stdin, its environment); `relay_env` says how the relay checks the copy.
+void replaced_helper_never_runs(const std::vector<std::string>& relay_env, int calls_after) {
+    container c;
+    const std::string forge =
+        "\"$HELPER\" frame '{}'; for f in /.maka-eval/helper-*; do rm -f \"$f\"; "
+        "printf '#!/bin/sh\\n{ env; cat; } > /tmp/captured\\n' > \"$f\"; chmod 755 \"$f\"; done";
+    trial first(in_container({}, forge), c.relay_args(), relay_env);
+    CHECK(first.finish().exit_code == relay::exit_success);
+    REQUIRE(c.exec("grep -l captured /.maka-eval/helper-*").exit_code == 0);
+    const std::string canary = "canary-replaced-" + std::to_string(::getpid());
+    auto orchestrator_env = base_env();
+    orchestrator_env.push_back("API_KEY=" + canary);
+    trial next(in_container({"--credential", "API_KEY"}, "echo ran; \"$HELPER\" frame '{\"genuine\":true}'"),
+               c.relay_args(), relay_env, orchestrator_env);
+    const auto o = next.finish();
+    INFO(o.relay_log);
+    CHECK(o.exit_code == relay::exit_success);
+    CHECK(executed_of(o).at("stdout").as_string() == "{\"genuine\":true}");
+    CHECK(o.relay_log.find("is not this build's since an earlier trial: put in again through the engine") !=
+          std::string::npos);
+    CHECK(engine_calls(o.relay_log) == calls_after);
+    CHECK(c.exec("test -e /tmp/captured").exit_code != 0);
+    // What is installed again is this build's helper, byte for byte.
+    std::ifstream in(container_helper(), std::ios::binary);
+    const std::string genuine{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    CHECK(c.exec("sha256sum /.maka-eval/helper-*").out.starts_with(contracts::sha256_hex(genuine)));
+    CHECK(c.exec("find / -xdev -type f -exec grep -l \"$(printf 'canary-replaced-%s' " +
+                 std::to_string(::getpid()) + ")\" {} + 2>/dev/null")
+              .out.empty());
+    // A link, a directory, and the genuine bytes writable by all, at its path: each replaced too.
+    for (const std::string plant : {"ln -s /etc/passwd \"$f\"", "mkdir \"$f\"",
+                                    "cp \"$g\" /tmp/h && mv /tmp/h \"$f\" && chmod 777 \"$f\""}) {
+        CAPTURE(plant);
+        REQUIRE(
+            c.exec(
+                 "f=/.maka-eval/$(readlink /.maka-eval/maka-eval-helper); g=/tmp/genuine; cp \"$f\" \"$g\"; "
+                 "rm -rf \"$f\"; " +
+                 plant)
+                .exit_code == 0);
+        trial again(in_container({}, "\"$HELPER\" frame '{}'"), c.relay_args(), relay_env);
+        const auto a = again.finish();
+        CHECK(a.exit_code == relay::exit_success);
+        CHECK(a.relay_log.find("put in again through the engine") != std::string::npos);
+    }
+}
+
+TEST_CASE(
+    "security: a helper a root subject replaced never runs, and the next trial's credential stays unread") {
+    require_engine();
+    // Looked at from this host (the engine's): inspect, the upload, exec create and start.
+    replaced_helper_never_runs(base_env(), 4);
+    // Downloaded through the engine, as for a remote engine: one call more.
+    auto through_engine = base_env();
+    through_engine.push_back("MAKA_EVAL_CHECK_HELPER_THROUGH_ENGINE=1");
+    replaced_helper_never_runs(through_engine, 5);
 }
 
 TEST_CASE("run --follow in a container: the subject's output is shown while it runs") {

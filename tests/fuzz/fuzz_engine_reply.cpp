@@ -1,8 +1,10 @@
 // Fuzz the Docker engine reply readers: any body gives a value or a clear error (never an exception, never
 // an empty message), and a frame header is accepted only within the frame limit. The same bytes as a
-// DOCKER_HOST give an engine address whose url() reads back as the same address, or a clear error.
+// DOCKER_HOST give an engine address whose url() reads back as the same address, or a clear error; as an
+// archive (the installed helper's download), a first entry or none.
 #include "relay/engine_endpoint.hpp"
 #include "relay/engine_replies.hpp"
+#include "relay/tar_archive.hpp"
 
 #include <cstdint>
 #include <cstdlib>
@@ -54,6 +56,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         std::abort();
     }
     engine_address(body);
+    // As an archive the engine sent: a file's content never runs past what arrived.
+    if (const auto entry = first_tar_entry(body); entry && entry->content.size() > body.size()) {
+        std::abort();
+    }
     (void)parse_api_version(body);
     (void)engine_message(body);
     if (size >= 8) {

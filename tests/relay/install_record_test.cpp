@@ -33,9 +33,14 @@ TEST_CASE("an install is found again for that container and helper only, and for
     CHECK(record.contains("abc123", "maka-eval-helper-1"));
     CHECK_FALSE(record.contains("abc123", "maka-eval-helper-2")); // another build of the helper
     CHECK_FALSE(record.contains("def456", "maka-eval-helper-1"));
+    // Some helper went into abc123 (an earlier trial ran there), none into def456.
+    CHECK(record.knows("abc123"));
+    CHECK_FALSE(record.knows("def456"));
+    CHECK_FALSE(record.knows("abc12"));
     CHECK((fs::status(dir.path / "r").permissions() & fs::perms::all) == fs::perms::owner_all);
     record.forget("abc123");
     CHECK_FALSE(record.contains("abc123", "maka-eval-helper-1"));
+    CHECK_FALSE(record.knows("abc123"));
 }
 
 TEST_CASE("names that are not plain words are never paths, and a shared directory is not used") {
