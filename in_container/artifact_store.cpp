@@ -12,16 +12,6 @@
 #include <unistd.h>
 
 namespace maka_eval::in_container {
-namespace {
-
-// A name nobody else picks: our pid and the time, in a directory only we (root) write in anyway.
-std::string unique_suffix() {
-    return std::to_string(::getpid()) + "-" +
-           std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
-}
-
-} // namespace
-
 boost::system::result<artifact_store, std::string> artifact_store::open(const std::string& path,
                                                                         gid_t group) {
     const auto failed = [&path](int error) {
@@ -104,11 +94,11 @@ bool artifact_store::publish(std::string_view name_view) const {
         return false;
     }
     // A directory planted at the name: moved aside (it may hold what someone wants to look at), then ours.
-    const std::string aside = name + ".in-the-way-" + unique_suffix();
-    if (::renameat(directory_, name.c_str(), directory_, aside.c_str()) != 0) {
+    const auto aside = move_aside(directory_, name);
+    if (!aside) {
         return false;
     }
-    log_line("moved a directory found at " + name + " aside to " + aside);
+    log_line("moved a directory found at " + name + " aside to " + *aside);
     return ::renameat(staging_, name.c_str(), directory_, name.c_str()) == 0;
 }
 

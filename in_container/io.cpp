@@ -5,6 +5,8 @@
 #include "contracts/utf8.hpp"
 
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -52,6 +54,19 @@ int open_retry(const std::string& path, int flags, unsigned mode, int directory)
         fd = ::openat(directory, path.c_str(), flags | O_CLOEXEC, static_cast<mode_t>(mode));
     } while (fd < 0 && errno == EINTR);
     return fd;
+}
+
+std::string unique_suffix() {
+    return std::to_string(::getpid()) + "-" +
+           std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+std::optional<std::string> move_aside(int directory, const std::string& name) {
+    std::string aside = name + ".in-the-way-" + unique_suffix();
+    if (::renameat(directory, name.c_str(), directory, aside.c_str()) != 0) {
+        return std::nullopt;
+    }
+    return aside;
 }
 
 int open_directory_creating(const std::string& path, unsigned mode) {

@@ -22,6 +22,12 @@ int open_retry(const std::string& path, int flags, unsigned mode = 0, int direct
 // created with `mode` (the original created /logs/artifacts 0700); never through a symbolic link, at any
 // component. An O_PATH descriptor, or -1 with errno (ELOOP or ENOTDIR for a link on the way).
 int open_directory_creating(const std::string& path, unsigned mode);
+// A name nobody else picks (our pid and the time), for entries only root writes beside.
+[[nodiscard]] std::string unique_suffix();
+// Renames the entry `name` in `directory` to NAME.in-the-way-SUFFIX (a directory someone planted where a
+// file of ours goes: kept, for whoever wants to look, never followed or deleted). The new name, or nullopt
+// with errno.
+[[nodiscard]] std::optional<std::string> move_aside(int directory, const std::string& name);
 // Closes every descriptor above stderr (close_range, or one by one where the kernel lacks it).
 void close_inherited_descriptors();
 // A message on stderr, one line, prefixed with the program name.

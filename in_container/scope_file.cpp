@@ -31,13 +31,13 @@ std::optional<scope_record> parse_scope(const std::string& text) {
     return record;
 }
 
-bool publish_scope(const std::string& path, const scope_record& record) {
-    // A fresh file: whatever is at the name (a stale record, a FIFO or a link someone planted) is removed,
-    // never opened, so nothing can make the spawn wait or write through it.
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+bool publish_scope(int directory, const std::string& name, const scope_record& record) {
+    // A fresh file: nothing at the name can make the spawn wait (a FIFO) or be written through (a link).
+    if (::unlinkat(directory, name.c_str(), 0) != 0 && errno != ENOENT &&
+        ((errno != EISDIR && errno != EPERM) || !move_aside(directory, name))) {
         return false;
     }
-    const int fd = open_retry(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK, 0600);
+    const int fd = open_retry(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK, 0600, directory);
     if (fd < 0) {
         return false;
     }

@@ -22,7 +22,9 @@ struct scope_record {
 
 [[nodiscard]] std::string format_scope(const scope_record& record);
 [[nodiscard]] std::optional<scope_record> parse_scope(const std::string& text);
-// Creates or truncates `path` (0600, O_NOFOLLOW) and writes the record; false on any failure.
-[[nodiscard]] bool publish_scope(const std::string& path, const scope_record& record);
+// Writes the record as a fresh file `name` (0600) in `directory` (a descriptor of a directory opened
+// without following links): whatever is at the name (a stale record, a FIFO or a link someone planted) is
+// removed, never opened, and a directory is moved aside. False (errno set) on any failure.
+[[nodiscard]] bool publish_scope(int directory, const std::string& name, const scope_record& record);
 
 } // namespace maka_eval::in_container

@@ -45,7 +45,7 @@ namespace {
     const pid_t self = ::getpid();
     const auto status = read_status(self);
     const scope_record record{self, status ? status->start_time : 0, plan.supervisor, plan.supervisor_start};
-    if (!status || !publish_scope(plan.scope_path, record)) {
+    if (!status || !publish_scope(plan.scope_directory, plan.scope_name, record)) {
         report_and_exit(status_fd, 'S', errno, 111);
     }
     // Back to what the supervisor inherited before it lowered its own (oom_score.hpp). Raising needs no
@@ -57,7 +57,7 @@ namespace {
         const int error = errno;
         (void)write_all(STDERR_FILENO, "maka-eval-helper: cannot take on the subject's identity: " +
                                            std::string(std::strerror(error)) + "\n");
-        ::unlink(plan.scope_path.c_str());
+        (void)::unlinkat(plan.scope_directory, plan.scope_name.c_str(), 0);
         report_and_exit(status_fd, 'U', error, 126);
     }
     if (!plan.cwd.empty() && ::chdir(plan.cwd.c_str()) != 0) {
@@ -65,7 +65,7 @@ namespace {
         const std::string message =
             "maka-eval-helper: cannot enter " + plan.cwd + ": " + std::strerror(error) + "\n";
         (void)write_all(STDERR_FILENO, message);
-        ::unlink(plan.scope_path.c_str());
+        (void)::unlinkat(plan.scope_directory, plan.scope_name.c_str(), 0);
         report_and_exit(status_fd, 'C', error, 126);
     }
     int error = ENOENT;
@@ -86,7 +86,7 @@ namespace {
         "maka-eval-helper: cannot execute " + plan.argv.front() + ": " +
         (error == ENOENT ? std::string("not found") : std::string(std::strerror(error))) + "\n";
     (void)write_all(STDERR_FILENO, message);
-    ::unlink(plan.scope_path.c_str());
+    (void)::unlinkat(plan.scope_directory, plan.scope_name.c_str(), 0);
     report_and_exit(status_fd, 'E', error, error == ENOENT ? 127 : 126);
 }
 

@@ -21,8 +21,9 @@ struct spawn_plan {
     std::vector<std::string> argv;
     std::vector<std::string> environment; // "NAME=VALUE", the subject's whole environment
     std::string cwd;                      // empty: inherit
-    std::string scope_path;
-    int stdout_fd = -1; // the child's stdout (a pipe's write end or /dev/null)
+    int scope_directory = -1;             // where the scope record goes (opened without following links) …
+    std::string scope_name;               // … and its name there
+    int stdout_fd = -1;                   // the child's stdout (a pipe's write end or /dev/null)
     int stderr_fd = -1;
     pid_t supervisor = 0;
     std::uint64_t supervisor_start = 0;

@@ -139,6 +139,20 @@ struct output_stream {
     }
 };
 
+// The first component of `path` that is a symbolic link, as a path; nullopt when none is.
+std::optional<std::string> first_link_on(const std::string& path) {
+    for (auto end = path.find('/', 1);; end = path.find('/', end + 1)) {
+        const std::string prefix = path.substr(0, end);
+        struct stat info {};
+        if (::lstat(prefix.c_str(), &info) == 0 && S_ISLNK(info.st_mode)) {
+            return prefix;
+        }
+        if (end == std::string::npos) {
+            return std::nullopt;
+        }
+    }
+}
+
 class supervision {
   public:
     supervision(run_request& request, const supervisor_io& io) : request_(request), io_(io) {}
@@ -150,6 +164,7 @@ class supervision {
         close_fd(usage_fd_);
         close_fd(receipt_fd_);
         close_fd(lock_fd_);
+        close_fd(scope_directory_);
     }
     supervision(const supervision&) = delete;
     supervision& operator=(const supervision&) = delete;
@@ -212,7 +227,9 @@ class supervision {
     std::uint64_t usage_bytes_ = 0;
     int receipt_fd_ = -1; // maka-subject.receipt.json, written last
     std::optional<artifact_store> store_;
-    int lock_fd_ = -1; // one trial at a time (lock_trial), held while we supervise
+    int lock_fd_ = -1;         // one trial at a time (lock_trial), held while we supervise
+    int scope_directory_ = -1; // the scope record's directory, opened without following links
+    std::string scope_name_;
     void build_maskers();
     void write_receipt();
     rusage children_before_{}; // what the helper's own earlier children used (e.g. the probe)
@@ -288,12 +305,22 @@ boost::system::result<void, supervision_error> supervision::prepare() {
         request_.scope_path = scope_location(*state_directory_, request_.scope_path);
     }
     // The scope record's directory (/logs/agent) made as /logs/artifacts is, when the image has no /logs:
-    // otherwise the subject could never start there. Where it still cannot be, the original's answer stands
+    // otherwise the subject could never start there. Opened once, never through a link (a /logs/agent an
+    // earlier subject pointed elsewhere is refused, naming it); the record is made and removed relative to
+    // it. Where it cannot be made for another reason (a read-only /logs), the original's answer stands
     // (exit 111, execution-scope-unavailable).
-    if (const auto slash = request_.scope_path.rfind('/'); slash != std::string::npos && slash > 0) {
-        const int scope_directory = open_directory_creating(request_.scope_path.substr(0, slash), 0755);
-        if (scope_directory >= 0) {
-            ::close(scope_directory);
+    {
+        const auto slash = request_.scope_path.rfind('/');
+        const std::string directory = slash == std::string::npos ? "."
+                                      : slash == 0               ? "/"
+                                                                 : request_.scope_path.substr(0, slash);
+        scope_name_ =
+            slash == std::string::npos ? request_.scope_path : request_.scope_path.substr(slash + 1);
+        scope_directory_ = open_directory_creating(directory, 0755);
+        if (const auto link = scope_directory_ < 0 ? first_link_on(directory) : std::nullopt) {
+            return supervision_error{contracts::helper_fault::spawn_failed,
+                                     "the scope record's directory " + directory + " is reached through " +
+                                         "a symbolic link (" + *link + "): nothing is written there"};
         }
     }
     const std::string artifacts =
@@ -409,7 +436,8 @@ boost::system::result<report_message, supervision_error> supervision::run() {
     plan.argv = request_.argv;
     plan.environment = subject_environment();
     plan.cwd = request_.cwd;
-    plan.scope_path = request_.scope_path;
+    plan.scope_directory = scope_directory_;
+    plan.scope_name = scope_name_;
     plan.stdout_fd = request_.capture_stdout ? out_pipe[1] : null_fd;
     plan.stderr_fd = err_pipe[1];
     plan.supervisor = ::getpid();
@@ -834,7 +862,7 @@ report_message supervision::report() {
     // Reap the leader last: until now its zombie kept the pgid from being reused.
     ::waitpid(spawned_.pid, nullptr, WNOHANG);
     if (spawned_.status == spawn_status::started) {
-        ::unlink(request_.scope_path.c_str());
+        (void)::unlinkat(scope_directory_, scope_name_.c_str(), 0);
     }
     if (spawned_.status == spawn_status::scope_unavailable) {
         // The carrier the original's wrapper produced in this case: exactly one line, exit 111.

@@ -407,31 +407,55 @@ TEST_CASE("a plain image without /logs: the helper makes the directories, the su
     CHECK(c.exec("cat /logs/artifacts/maka-subject.stdout.txt").out.starts_with("ran\n"));
 }
 
-TEST_CASE("a /logs that is a symbolic link is refused, nothing made where it points") {
+TEST_CASE(
+    "a directory, a FIFO or a link planted at any artifact or state name: the trial and the next complete") {
     require_engine();
     container c;
-    REQUIRE(c.exec("rm -rf /logs && mkdir /elsewhere && ln -s /elsewhere /logs").exit_code == 0);
-    trial t(in_container({}, ": > /tmp/ran"), c.relay_args());
-    const auto o = t.finish();
-    CHECK(o.exit_code == relay::exit_environment);
-    INFO(o.relay_log);
-    CHECK(o.relay_log.find("could not prepare subject artifact output") != std::string::npos);
-    CHECK(o.relay_log.find("symbolic link") != std::string::npos);
-    CHECK(c.exec("ls -A /elsewhere").out.empty());
-    CHECK(c.exec("test -e /tmp/ran").exit_code != 0); // the subject never ran
-}
-
-TEST_CASE("a FIFO planted at the scope record's name neither hangs the start nor is written through") {
-    require_engine();
-    container c;
+    REQUIRE(c.exec("echo untouched > /tmp/target && mkdir -p /tmp/target-dir").exit_code == 0);
     const std::string scope =
         "/logs/agent/.maka-eval-" + contracts::sha256_hex(relay_token).substr(0, 24) + ".pid";
-    REQUIRE(c.exec("mkfifo " + scope).exit_code == 0);
-    trial t(in_container({}, "\"$HELPER\" frame '{}'"), c.relay_args());
-    const auto o = t.finish(20000);
-    CHECK(o.exit_code == relay::exit_success);
-    CHECK(executed_of(o).at("exitCode").as_int64() == 0);
-    CHECK(c.exec("test -p " + scope).exit_code != 0); // replaced by the record, then removed
+    const std::vector<std::string> names{
+        "/logs/artifacts/maka-subject.stdout.txt", "/logs/artifacts/maka-subject.stderr.txt",
+        "/logs/artifacts/maka-subject.usage.json", "/logs/artifacts/maka-subject.receipt.json", scope};
+    const std::vector<std::string> plants{"mkdir -p \"$n\" && touch \"$n/inside\"", "mkfifo \"$n\"",
+                                          "ln -s /tmp/target \"$n\"", "ln -s /tmp/target-dir \"$n\""};
+    for (const auto& name : names) {
+        for (const auto& plant : plants) {
+            CAPTURE(name);
+            CAPTURE(plant);
+            REQUIRE(c.exec("n=" + name + "; rm -rf \"$n\"* && " + plant).exit_code == 0);
+            // Each trial is also the trial after the previous plant.
+            trial t(in_container({}, "echo planted-run; \"$HELPER\" frame '{}'"), c.relay_args());
+            const auto o = t.finish(20000);
+            INFO(o.relay_log);
+            CHECK(o.exit_code == relay::exit_success);
+            CHECK(executed_of(o).at("exitCode").as_int64() == 0);
+            // Nothing was written through the link or into the directory; the subject's output is published.
+            CHECK(c.exec("cat /tmp/target; ls -A /tmp/target-dir; head -1 "
+                         "/logs/artifacts/maka-subject.stdout.txt")
+                      .out == "untouched\nplanted-run\n");
+        }
+    }
+    checked_receipt(c);
+    trial last(in_container({}, "\"$HELPER\" frame '{}'"), c.relay_args());
+    CHECK(last.finish().exit_code == relay::exit_success);
+}
+
+TEST_CASE(
+    "a symbolic link at /logs, /logs/artifacts or /logs/agent is refused, nothing made where it points") {
+    require_engine();
+    for (const std::string dir : {"/logs", "/logs/artifacts", "/logs/agent"}) {
+        CAPTURE(dir);
+        container c;
+        REQUIRE(c.exec("rm -rf " + dir + " && mkdir /elsewhere && ln -s /elsewhere " + dir).exit_code == 0);
+        trial t(in_container({}, ": > /tmp/ran"), c.relay_args());
+        const auto o = t.finish();
+        INFO(o.relay_log);
+        CHECK(o.exit_code == relay::exit_environment);
+        CHECK(o.relay_log.find("symbolic link") != std::string::npos);
+        CHECK(c.exec("ls -A /elsewhere").out.empty());
+        CHECK(c.exec("test -e /tmp/ran").exit_code != 0); // the subject never ran
+    }
 }
 
 // The egress gate: a sidecar holds the policy's namespace; MAKA_EVAL_EGRESS_REQUIRED=1.

@@ -165,6 +165,40 @@ TEST_CASE("C7: when the scope cannot be published the subject never starts") {
     CHECK_FALSE(std::filesystem::exists(dir.path() / "marker"));
 }
 
+TEST_CASE("the scope record: a directory at its name is moved aside, a link on its way is refused") {
+    scratch dir;
+    {
+        session s;
+        auto request = dir.request({"sh", "-c", "echo ran"});
+        std::filesystem::create_directories(request.scope_path + "/inside");
+        s.start(request);
+        (void)started_of(s.next());
+        CHECK(report_of(s.next(), false).exit_code == 0);
+        CHECK(read_text(dir.artifact(true)) == "ran\n");
+        CHECK_FALSE(std::filesystem::exists(request.scope_path)); // the record, removed after the trial
+        bool kept = false; // what was in the way, kept for whoever looks
+        const auto parent = std::filesystem::path(request.scope_path).parent_path();
+        for (const auto& entry : std::filesystem::directory_iterator(parent)) {
+            kept = kept || (entry.path().filename().string().find(".in-the-way-") != std::string::npos &&
+                            std::filesystem::exists(entry.path() / "inside"));
+        }
+        CHECK(kept);
+    }
+    session s;
+    auto request = dir.request({"sh", "-c", "touch " + (dir.path() / "marker").string()});
+    std::filesystem::create_directories(dir.path() / "elsewhere");
+    std::filesystem::create_directory_symlink(dir.path() / "elsewhere", dir.path() / "linked");
+    request.scope_path = (dir.path() / "linked" / "s.pid").string();
+    s.start(request);
+    const auto refused = s.next();
+    REQUIRE(refused);
+    REQUIRE(std::holds_alternative<contracts::error_message>(*refused));
+    CHECK(std::get<contracts::error_message>(*refused).message.find(
+              "through a symbolic link (" + (dir.path() / "linked").string() + ")") != std::string::npos);
+    CHECK(std::filesystem::is_empty(dir.path() / "elsewhere"));
+    CHECK_FALSE(std::filesystem::exists(dir.path() / "marker"));
+}
+
 TEST_CASE("a daemon started by a subject that exits normally is left running") {
     scratch dir;
     session s;
