@@ -1,11 +1,15 @@
-// `maka-eval-helper cancel --scope FILE [--grace-ms N]`: have the supervisor named by a scope file settle.
+// `maka-eval-helper cancel --scope FILE [--grace-ms N] [--run-request PATH]`: have the supervisor named by a
+// scope file settle.
 //
 // Signals the supervisor (SIGTERM, through a pidfd after checking its start time, so never a process that
 // reused its pid) and waits until it has exited — it exits only once the scope is quiet. Without a live
 // supervisor (it was killed), falls back to TERM then KILL on every process of the recorded group or
 // session that started no earlier than the recorded leader. A supervisor that is stopped (SIGSTOP from a
 // subject that may signal it) is killed and the scope settled here instead. As root, FILE names the record
-// by its base name inside the root-only state directory. Prints one JSON object.
+// by its base name inside the root-only state directory. With --run-request (the bridge's `run --request
+// PATH`), the supervisor is found by what a subject cannot change or delete: the earliest-started live
+// process whose command line is `… run --request PATH` (a copy a subject starts later is younger) — so a
+// root subject that deleted or rewrote the scope file is still settled. Prints one JSON object.
 // Exit: 0 settled, 3 nothing was running, 1 did not settle within the grace, 2 usage.
 #include "contracts/wire_json.hpp"
 #include "in_container/cli.hpp"
@@ -18,8 +22,11 @@
 #include <charconv>
 #include <chrono>
 #include <csignal>
+#include <optional>
 #include <poll.h>
+#include <string_view>
 #include <unistd.h>
+#include <vector>
 
 namespace maka_eval::in_container {
 namespace {
@@ -49,6 +56,30 @@ std::vector<process_status> scope_members(const scope_record& record) {
     return out;
 }
 
+// The supervisor of the bridge run whose request file is `request` (see the top of this file).
+std::optional<process_status> supervisor_of_run(std::string_view request) {
+    std::optional<process_status> found;
+    for (const auto& p : all_processes()) {
+        if (!is_live(p) || p.pid == ::getpid() || (found && p.start_time >= found->start_time)) {
+            continue;
+        }
+        const auto text = read_file("/proc/" + std::to_string(p.pid) + "/cmdline", 8192);
+        if (!text) {
+            continue;
+        }
+        std::vector<std::string_view> argv;
+        for (std::string_view rest(*text); !rest.empty();) {
+            const auto end = rest.find('\0');
+            argv.push_back(rest.substr(0, end));
+            rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1);
+        }
+        if (argv.size() == 4 && argv[1] == "run" && argv[2] == "--request" && argv[3] == request) {
+            found = p;
+        }
+    }
+    return found;
+}
+
 void signal_members(const std::vector<process_status>& members, int sig) {
     for (const auto& p : members) {
         (void)signal_exact(p, sig);
@@ -59,10 +90,13 @@ void signal_members(const std::vector<process_status>& members, int sig) {
 
 int cancel_command(std::span<const std::string_view> args) {
     std::string scope;
+    std::string run_request;
     long grace_ms = 40000;
     for (std::size_t i = 0; i < args.size(); ++i) {
         if (args[i] == "--scope" && i + 1 < args.size()) {
             scope = args[++i];
+        } else if (args[i] == "--run-request" && i + 1 < args.size()) {
+            run_request = args[++i];
         } else if (args[i] == "--grace-ms" && i + 1 < args.size()) {
             const auto text = args[++i];
             const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), grace_ms);
@@ -76,7 +110,7 @@ int cancel_command(std::span<const std::string_view> args) {
         }
     }
     if (scope.empty()) {
-        log_line("usage: maka-eval-helper cancel --scope FILE [--grace-ms N]");
+        log_line("usage: maka-eval-helper cancel --scope FILE [--grace-ms N] [--run-request PATH]");
         return exit_usage;
     }
     const auto begun = clock_type::now();
@@ -84,11 +118,14 @@ int cancel_command(std::span<const std::string_view> args) {
     // As root the record lives in the root-only state directory, where the subject could not touch it.
     const auto text = read_file(find_scope(scope), 4096);
     const auto record = text ? parse_scope(*text) : std::nullopt;
-    if (!record) {
+    const auto run = run_request.empty() ? std::nullopt : supervisor_of_run(run_request);
+    if (!record && !run) {
         return finish("not-running", begun, exit_not_running);
     }
-    // One look at the supervisor: whether it is the one recorded, alive, and not stopped.
-    if (const auto supervisor = pinned_process::pin(record->supervisor, record->supervisor_start)) {
+    // One look at the supervisor: whether it is the one recorded (or the run's), alive, and not stopped.
+    const auto supervisor = run ? pinned_process::pin(run->pid, run->start_time)
+                                : pinned_process::pin(record->supervisor, record->supervisor_start);
+    if (supervisor) {
         const char state = supervisor->status().state;
         if (state != 'T' && state != 't') {
             supervisor->signal(SIGTERM);
@@ -111,6 +148,9 @@ int cancel_command(std::span<const std::string_view> args) {
         (void)::poll(&fd, 1, 2000);
     }
     // No supervisor: what remains of the scope is what shares its group or session.
+    if (!record) {
+        return finish("not-running", begun, exit_not_running); // nothing left that says what the scope was
+    }
     auto members = scope_members(*record);
     if (members.empty()) {
         return finish("not-running", begun, exit_not_running);

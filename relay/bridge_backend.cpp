@@ -153,10 +153,13 @@ class bridge_run : public std::enable_shared_from_this<bridge_run> {
     // (the runner's exec takes user=) and a non-root default user, the run and cancel execs run as root
     // and the helper drops the subject to that identity. A request a root helper reads goes into the root
     // directory (`root_dir_requests`: we installed the helper there, so it is writable), else into /tmp.
-    bridge_run(bridge_channel& bridge, std::string helper, contracts::hello_message hello,
-               std::string hello_line, bool root_steps, bool root_dir_requests, std::string cwd,
-               asio::any_io_executor executor)
-        : bridge_(bridge), helper_(std::move(helper)), cwd_(std::move(cwd)), uid_(hello.uid), gid_(hello.gid),
+    // `helper_on_host`: the helper we installed (empty: one the user mounted), put in again when a root
+    // subject deleted it before a cancel.
+    bridge_run(bridge_channel& bridge, std::string helper, std::string helper_on_host,
+               contracts::hello_message hello, std::string hello_line, bool root_steps,
+               bool root_dir_requests, std::string cwd, asio::any_io_executor executor)
+        : bridge_(bridge), helper_(std::move(helper)), helper_on_host_(std::move(helper_on_host)),
+          cwd_(std::move(cwd)), uid_(hello.uid), gid_(hello.gid),
           root_supervisor_(root_steps && hello.uid != 0),
           // The helper unlinks the request once read: only a root helper can in the root directory.
           request_dir_(root_dir_requests && (hello.uid == 0 || root_supervisor_) ? "" : "/tmp"),
@@ -307,8 +310,13 @@ class bridge_run : public std::enable_shared_from_this<bridge_run> {
         }
         // No `started`: the subject's pid exists only inside the environment, and nothing here needs it.
         state_ = state::running;
+        request_ = target; // the run's identity for `cancel --run-request`
         const std::vector<std::string> run{helper_, "run", "--request", target};
         bridge_exec request{sh_join(run), cwd_, step_user(), std::nullopt, cancel_command()};
+        if (!helper_on_host_.empty()) {
+            request.on_abandon_source = helper_on_host_;
+            request.on_abandon_target = helper_;
+        }
         auto ran = co_await bridge_.exec(std::move(request), run_deadline);
         if (!ran) {
             deliver(contracts::error_message{contracts::helper_fault::run_failed,
@@ -337,8 +345,11 @@ class bridge_run : public std::enable_shared_from_this<bridge_run> {
     // Who runs the run and cancel execs: root under a root supervisor, else the runner's default user.
     [[nodiscard]] std::string step_user() const { return root_supervisor_ ? "root" : std::string(); }
 
+    // The supervisor is found by its run's request (what a root subject cannot delete), else by the scope
+    // file.
     std::string cancel_command() const {
-        return sh_join({helper_, "cancel", "--scope", scope_, "--grace-ms", std::to_string(grace_ms_)});
+        return sh_join({helper_, "cancel", "--scope", scope_, "--grace-ms", std::to_string(grace_ms_),
+                        "--run-request", request_});
     }
 
     void begin_cancel() {
@@ -350,13 +361,19 @@ class bridge_run : public std::enable_shared_from_this<bridge_run> {
 
     // `cancel` answers 3 while the run has not yet written its scope file: ask again until it has, or
     // until the run is over.
+    // A helper a root subject deleted (the cancel exits 127) is put in again, twice at most.
     asio::awaitable<void> cancel() {
         while (state_ == state::staging && !killed_) {
             co_await pause(cancel_retry);
         }
+        int reinstalls = 0;
         while (state_ == state::running && !killed_) {
             bridge_exec request{cancel_command(), {}, step_user(), seconds(grace_ms_ / 1000 + 10), {}};
             auto answered = co_await bridge_.exec(std::move(request), milliseconds(grace_ms_) + seconds(15));
+            if (answered && answered->exit_code == 127 && !helper_on_host_.empty() && reinstalls++ < 2) {
+                (void)co_await bridge_.upload(helper_on_host_, helper_, call_deadline);
+                continue;
+            }
             if (!answered || answered->exit_code != 3) {
                 break;
             }
@@ -366,6 +383,7 @@ class bridge_run : public std::enable_shared_from_this<bridge_run> {
 
     bridge_channel& bridge_;
     std::string helper_;
+    std::string helper_on_host_;
     std::string cwd_; // --cwd: where the probe ran, so where the run runs (empty: the runner's default)
     std::int64_t uid_;
     std::int64_t gid_;
@@ -375,6 +393,7 @@ class bridge_run : public std::enable_shared_from_this<bridge_run> {
     event_queue<std::optional<std::string>> lines_; // a line, or nullopt: the end of the session
     state state_ = state::idle;
     std::string scope_;
+    std::string request_; // the run's request file, once the run is started
     std::uint64_t grace_ms_ = 35000;
     bool cancelling_ = false;
     bool killed_ = false;
@@ -459,9 +478,9 @@ class bridge_backend final : public backend {
                 auto message = contracts::parse_session_message(line);
                 if (const auto* hello = std::get_if<contracts::hello_message>(&*message)) {
                     co_return std::unique_ptr<helper_session>(std::make_unique<bridge_session>(
-                        std::make_shared<bridge_run>(bridge_, helper_, *hello, std::move(line),
-                                                     options_.bridge_switches_user, ours, options_.cwd,
-                                                     executor_)));
+                        std::make_shared<bridge_run>(bridge_, helper_, ours ? helper_on_host_ : std::string(),
+                                                     *hello, std::move(line), options_.bridge_switches_user,
+                                                     ours, options_.cwd, executor_)));
                 }
             }
             if (ours && probed->exit_code == 127 && !uploaded) {
@@ -494,7 +513,13 @@ class bridge_backend final : public backend {
         args.insert(args.begin(), helper_);
         const auto runs_for_s = std::chrono::ceil<seconds>(runs_for);
         bridge_exec request{sh_join(args), {}, "root", seconds(60) + runs_for_s, {}};
-        auto ran = co_await bridge_.exec(std::move(request), call_deadline + runs_for_s);
+        auto ran = co_await bridge_.exec(request, call_deadline + runs_for_s);
+        if (ran && ran->exit_code == 127 && options_.helper_in_container.empty() && !helper_.empty()) {
+            // Deleted since the probe (a root subject can): put in again, and asked once more.
+            if (co_await upload_helper()) {
+                ran = co_await bridge_.exec(std::move(request), call_deadline + runs_for_s);
+            }
+        }
         if (ran) {
             // The caller reads one message: the helper's, not what the runner merged around it.
             const auto lines = session_lines(ran->out);

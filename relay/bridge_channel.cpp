@@ -211,6 +211,10 @@ bridge_channel::exec(bridge_exec request, std::chrono::milliseconds deadline) {
                           {"timeoutSec", request.timeout ? boost::json::value(request.timeout->count())
                                                          : boost::json::value(nullptr)},
                           {"onAbandon", text_or_null(request.on_abandon)}};
+    if (!request.on_abandon_source.empty()) {
+        o["onAbandonUpload"] =
+            boost::json::object{{"source", request.on_abandon_source}, {"target", request.on_abandon_target}};
+    }
     co_return co_await call_exec(std::move(o), deadline);
 }
 

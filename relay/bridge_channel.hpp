@@ -4,7 +4,7 @@
 // Requests carry an `id` and may overlap (the subject's run is in flight while a cancel is asked for), so
 // replies are matched by id, not by order:
 //   relay → adapter  {"id":N,"op":"exec","command":S,"cwd":S|null,"user":S|null,"timeoutSec":N|null,
-//                     "onAbandon":S|null}
+//                     "onAbandon":S|null,"onAbandonUpload":{"source":HOST_PATH,"target":PATH}|null}
 //                    {"id":N,"op":"upload","source":HOST_PATH,"target":PATH}
 //                    {"id":N,"op":"service_exec","service":S,"command":S}
 //                    {"id":N,"op":"stop"}
@@ -12,7 +12,9 @@
 //                    {"id":N,"ok":true}                                          (upload, stop)
 //                    {"id":N,"ok":false,"error":S}
 // `onAbandon` is the command the adapter runs (as the same `user`) if the relay vanishes while that exec is
-// in flight (the bridge's dead-man switch: the run exec has no stdin to close). Every call has a deadline;
+// in flight (the bridge's dead-man switch: the run exec has no stdin to close), after uploading
+// `onAbandonUpload` when given (the helper the command runs, which a root subject may have deleted). Every
+// call has a deadline;
 // EOF on the socket fails every call in flight at once. The adapter's side is
 // relay/harbor/maka_eval_relay/agent.py.
 #pragma once
@@ -41,6 +43,8 @@ struct bridge_exec {
     std::string user;
     std::optional<std::chrono::seconds> timeout;
     std::string on_abandon;
+    std::string on_abandon_source{}; // with on_abandon_target: uploaded before `on_abandon` runs
+    std::string on_abandon_target{};
 };
 
 class bridge_channel {

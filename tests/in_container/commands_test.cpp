@@ -120,6 +120,32 @@ TEST_CASE("cancel --scope settles the run of another helper and waits for it") {
     CHECK(again.out.find("not-running") != std::string::npos);
 }
 
+TEST_CASE("cancel --run-request finds the supervisor by its run when the scope file was deleted") {
+    scratch dir;
+    auto request = dir.request({"sh", "-c", "trap '' TERM; sleep 60"});
+    request.term_grace_ms = 200;
+    const auto path = write_request(dir, request, 0600);
+    child_process run({helper_binary, "run", "--request", path});
+    for (int i = 0; i < 500 && !std::filesystem::exists(dir.scope()); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    REQUIRE(std::filesystem::remove(dir.scope())); // as a root subject can
+    const auto without = run_process({helper_binary, "cancel", "--scope", dir.scope(), "--grace-ms", "100"});
+    CHECK(without.exit_code == 3); // the file alone no longer says anything
+    const auto cancel = run_process(
+        {helper_binary, "cancel", "--scope", dir.scope(), "--grace-ms", "10000", "--run-request", path});
+    CHECK(cancel.exit_code == 0);
+    CHECK(cancel.out.find("\"outcome\":\"settled\"") != std::string::npos);
+    const auto line = run.read_line();
+    REQUIRE(line);
+    const auto report = contracts::parse_session_message(*line);
+    REQUIRE(report.has_value());
+    CHECK(std::get<contracts::report_message>(*report).settled);
+    CHECK(run.wait() == 0);
+    const auto again = run_process({helper_binary, "cancel", "--scope", dir.scope(), "--run-request", path});
+    CHECK(again.exit_code == 3);
+}
+
 TEST_CASE("probe prints the hello message") {
     const auto r = run_process({helper_binary, "probe"});
     CHECK(r.exit_code == 0);

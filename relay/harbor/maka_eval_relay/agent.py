@@ -597,6 +597,12 @@ class _Bridge:
             command = request.get("onAbandon")
             if command and not task.done():
                 self._log.warning("maka-eval-relay left a run in flight: settling it")
+                upload = request.get("onAbandonUpload")
+                if isinstance(upload, dict):
+                    # The helper the command runs, again: a root subject may have deleted it.
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(
+                            self._env.upload_file(Path(upload["source"]), upload["target"]), ABANDON_SEC)
                 with contextlib.suppress(Exception):
                     # As the run itself ran (root under a root supervisor): the cancel must reach it.
                     abandon = {"command": command, "timeoutSec": 60, "user": request.get("user")}

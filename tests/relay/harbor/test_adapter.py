@@ -909,6 +909,28 @@ class HarborTest(Scenarios, unittest.TestCase):
         self.assertTrue(t.no_process_soon("sleep 3608"))
         self.assertEqual(t.sh("true").returncode, 0)  # the container is still there
 
+    def test_a_root_subject_deleting_the_helper_and_its_scope_is_settled_on_cancel_not_destroyed(self):
+        # A root subject can delete anything: the cancel puts the helper in again and finds the supervisor
+        # by its run's request (its command line), not by the scope file.
+        script = ("rm -f /.maka-eval-helper-* /logs/agent/.maka-eval-*.pid; touch /tmp/deleted; "
+                  "trap '' TERM; sleep 3613")
+        t = Trial(self, self.module, script, teardown_ms=10000)
+        with self.assertRaises(asyncio.CancelledError):
+            asyncio.run(t.cancel_when_running(marker="/tmp/deleted"))
+        self.assertEqual(t.sh("ls /.maka-eval-helper-* /logs/agent/.maka-eval-*.pid 2>/dev/null").stdout.count("pid"), 0)
+        executed = t.orchestrator.transcript()["executed"]
+        self.assertEqual((executed["termination"], executed["exitCode"]), ("framework_timeout", 124))
+        self.assertNotIn("stop", t.env.calls)  # settled, never destroyed
+        self.assertTrue(t.no_process_soon("sleep 3613", seconds=1))
+        self.assertEqual(t.sh("true").returncode, 0)  # the container is still there
+
+    def test_a_root_subject_deleting_the_helper_and_its_scope_is_settled_after_a_killed_relay(self):
+        # The adapter's abandon command gets the helper again before it runs.
+        t = Trial(self, self.module, "rm -f /.maka-eval-helper-* /logs/agent/.maka-eval-*.pid; sleep 3614")
+        with self.assertRaisesRegex(RuntimeError, "exited with status -9"):
+            asyncio.run(t.kill_relay_when_running("sleep 3614"))
+        self.assertTrue(t.no_process_soon("sleep 3614", seconds=15))
+
     def test_a_non_root_subject_cannot_hide_from_the_dead_man_switch_by_deleting_its_scope(self):
         # The scope record is root's (/run/maka-eval): the subject's attempts fail, and when the relay is
         # SIGKILLed the adapter's abandon cancel (as root) still finds and settles it.
