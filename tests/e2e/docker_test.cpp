@@ -19,6 +19,8 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <doctest/doctest.h>
 #include <openssl/evp.h>
@@ -141,6 +143,33 @@ TEST_CASE(
     auto through_engine = base_env();
     through_engine.push_back("MAKA_EVAL_CHECK_HELPER_THROUGH_ENGINE=1");
     replaced_helper_never_runs(through_engine, 5);
+}
+
+TEST_CASE(
+    "a foreign XDG_RUNTIME_DIR (root after su without -): nothing made in it, the record kept in /tmp") {
+    require_engine();
+    REQUIRE(::geteuid() == 0);
+    const auto theirs =
+        std::filesystem::temp_directory_path() / ("maka-e2e-xdg-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(theirs);
+    REQUIRE(::chown(theirs.c_str(), 1000, 1000) == 0);
+    REQUIRE(::chmod(theirs.c_str(), 0700) == 0);
+    auto env = base_env();
+    env.push_back("XDG_RUNTIME_DIR=" + theirs.string());
+    container c;
+    const std::string script = "\"$HELPER\" frame '{}'";
+    trial first(in_container({}, script), c.relay_args(), env);
+    CHECK(first.finish().exit_code == relay::exit_success);
+    // The record works (kept in /tmp/maka-eval-relay-0): the helper removed after a trial is known to be
+    // gone, not taken for a fresh container.
+    REQUIRE(c.exec("rm -rf /.maka-eval").exit_code == 0);
+    trial second(in_container({}, script), c.relay_args(), env);
+    const auto o = second.finish();
+    INFO(o.relay_log);
+    CHECK(o.exit_code == relay::exit_success);
+    CHECK(o.relay_log.find("is gone since an earlier trial") != std::string::npos);
+    CHECK(std::filesystem::is_empty(theirs));
+    std::filesystem::remove_all(theirs);
 }
 
 TEST_CASE("run --follow in a container: the subject's output is shown while it runs") {
