@@ -65,13 +65,7 @@ trial_outcome drive(boost::asio::io_context& context, const trial_config& config
                                   log.error("internal error: " + exception_text(error));
                                   return;
                               }
-                              result = outcome;
-                              const int code = outcome.exit_code;
-                              if (code == exit_cancelled || code == exit_host_teardown) {
-                                  log.phase("cancelled", {{"reason", outcome.message}});
-                              } else if (!outcome.message.empty()) {
-                                  log.error(outcome.message);
-                              }
+                              result = outcome; // its error or cancellation is logged by the trial
                           });
     context.run();
     return result;
@@ -240,7 +234,8 @@ int run_command(std::span<const std::string_view> args) {
     if (outcome.usage) {
         const auto& u = *outcome.usage;
         std::cout << "usage       cpu " << u.user_ms << " ms user + " << u.system_ms << " ms sys, peak RSS "
-                  << u.peak_rss_kib << " KiB, " << u.processes << " processes, " << u.wall_ms << " ms wall\n";
+                  << u.peak_rss_kib << " KiB, " << u.processes << (u.processes == 1 ? " process, " : " processes, ")
+                  << u.wall_ms << " ms wall\n";
     }
     std::cout << "artifacts   " << artifacts << (options->remove_work_dir ? "" : " (kept)") << "\n"
               << "relay exit  " << final_code() << " ("

@@ -273,6 +273,12 @@ asio::awaitable<trial_outcome> trial::run() {
     if (config_.follow != nullptr) {
         config_.follow->finish();
     }
+    // How it ended, before the closing line.
+    if (result.exit_code == exit_cancelled || result.exit_code == exit_host_teardown) {
+        log_.phase("cancelled", {{"reason", result.message}});
+    } else if (!result.message.empty()) {
+        log_.error(result.message);
+    }
     const auto calls = env_.engine_calls();
     log_.phase("done", {{"peakRssKiB", std::to_string(contracts::peak_rss_kib())},
                         {"engineCalls", calls ? std::to_string(*calls) : std::string("-")}});
