@@ -588,14 +588,19 @@ class _Bridge:
         """The relay is gone. An exec it left in flight with an ``onAbandon`` command (the subject's run)
         gets that command (``maka-eval-helper cancel``), so nothing it started outlives it. A ``stop`` it
         asked for (the last resort, destroy) is finished, never cancelled: the relay may have stopped
-        waiting for it when its teardown budget ran out, but the environment must still go."""
+        waiting for it when its teardown budget ran out, but the environment must still go; once it has,
+        no abandon command runs (nothing is left to settle, and a runner may never answer an exec into an
+        environment it deleted)."""
+        destroyed = False
         for task, request in list(self._pending.values()):
             if request.get("op") == "stop" and not task.done():
                 with contextlib.suppress(BaseException):
                     await asyncio.wait_for(asyncio.shield(task), ABANDON_SEC)
-                continue
+                # The environment is gone: nothing in it outlives that, and no command can reach it.
+                destroyed = task.done() and not task.cancelled() and task.exception() is None
+        for task, request in list(self._pending.values()):
             command = request.get("onAbandon")
-            if command and not task.done():
+            if command and not task.done() and not destroyed:
                 self._log.warning("maka-eval-relay left a run in flight: settling it")
                 upload = request.get("onAbandonUpload")
                 if isinstance(upload, dict):
