@@ -470,6 +470,45 @@ TEST_CASE(
     CHECK(last.finish().exit_code == relay::exit_success);
 }
 
+TEST_CASE("the root-only state directory planted as a link, a FIFO or another user's: not used, nothing "
+          "through it") {
+    require_engine();
+    container c({"--user", "1000:1000"}); // a subject of another user: its scope record goes there
+    REQUIRE(c.exec("mkdir -p /tmp/target-dir").exit_code == 0);
+    for (const std::string plant : {"ln -s /tmp/target-dir /run/maka-eval", "mkfifo /run/maka-eval",
+                                    "mkdir /run/maka-eval && chown 1000 /run/maka-eval"}) {
+        CAPTURE(plant);
+        REQUIRE(
+            c.exec("mkdir -p /run && rm -rf /run/maka-eval /tmp/.maka-eval-state && " + plant).exit_code ==
+            0);
+        trial t(in_container({}, "echo ran; \"$HELPER\" frame '{}'"), c.relay_args());
+        const auto o = t.finish();
+        INFO(o.relay_log);
+        CHECK(o.exit_code == relay::exit_success);
+        CHECK(executed_of(o).at("exitCode").as_int64() == 0);
+        // The next candidate was used (root's, 0700), nothing went where the plant points.
+        CHECK(c.exec("stat -c '%u %a' /tmp/.maka-eval-state; ls -A /tmp/target-dir").out == "0 700\n");
+    }
+}
+
+TEST_CASE("a second trial while one runs in the container is refused clearly, the first unharmed") {
+    require_engine();
+    container c;
+    trial first(in_container({}, "touch /tmp/first-running; sleep 2; echo first; \"$HELPER\" frame '{}'"),
+                c.relay_args());
+    REQUIRE(eventually([&] { return c.exec("test -e /tmp/first-running").exit_code == 0; }, 20000));
+    trial second(in_container({}, ": > /tmp/second-ran"), c.relay_args());
+    const auto refused = second.finish();
+    INFO(refused.relay_log);
+    CHECK(refused.exit_code == relay::exit_environment);
+    CHECK(refused.relay_log.find("another trial is already running") != std::string::npos);
+    CHECK(c.exec("test -e /tmp/second-ran").exit_code != 0);
+    const auto o = first.finish();
+    CHECK(o.exit_code == relay::exit_success);
+    CHECK(executed_of(o).at("exitCode").as_int64() == 0);
+    CHECK(c.exec("head -1 /logs/artifacts/maka-subject.stdout.txt").out == "first\n");
+}
+
 TEST_CASE(
     "a symbolic link at /logs, /logs/artifacts or /logs/agent is refused, nothing made where it points") {
     require_engine();
