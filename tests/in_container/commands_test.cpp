@@ -94,26 +94,42 @@ TEST_CASE("adopt hands a root-owned 0600 request to a user, and nothing else") {
           1);
 }
 
+// `run --request` of a TERM-ignoring subject (TERM grace 200 ms), once it has published its scope file.
+struct trapped_run {
+    explicit trapped_run(scratch& dir)
+        : path(write_request(dir, trapped(dir), 0600)), process({helper_binary, "run", "--request", path}) {
+        for (int i = 0; i < 500 && !std::filesystem::exists(dir.scope()); ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        REQUIRE(std::filesystem::exists(dir.scope()));
+    }
+    static contracts::run_request trapped(scratch& dir) {
+        auto request = dir.request({"sh", "-c", "trap '' TERM; sleep 60"});
+        request.term_grace_ms = 200;
+        return request;
+    }
+    // Its report, which must say it was settled, and its exit.
+    contracts::report_message settled() {
+        const auto line = process.read_line();
+        REQUIRE(line);
+        const auto report = contracts::parse_session_message(*line);
+        REQUIRE(report.has_value());
+        const auto out = std::get<contracts::report_message>(*report);
+        CHECK(out.settled);
+        CHECK(process.wait() == 0);
+        return out;
+    }
+    std::string path;
+    child_process process;
+};
+
 TEST_CASE("cancel --scope settles the run of another helper and waits for it") {
     scratch dir;
-    auto request = dir.request({"sh", "-c", "trap '' TERM; sleep 60"});
-    request.term_grace_ms = 200;
-    const auto path = write_request(dir, request, 0600);
-    child_process run({helper_binary, "run", "--request", path});
-    for (int i = 0; i < 500 && !std::filesystem::exists(dir.scope()); ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    REQUIRE(std::filesystem::exists(dir.scope()));
+    trapped_run run(dir);
     const auto cancel = run_process({helper_binary, "cancel", "--scope", dir.scope(), "--grace-ms", "10000"});
     CHECK(cancel.exit_code == 0);
     CHECK(cancel.out.find("\"outcome\":\"settled\"") != std::string::npos);
-    const auto line = run.read_line();
-    REQUIRE(line);
-    const auto report = contracts::parse_session_message(*line);
-    REQUIRE(report.has_value());
-    CHECK(std::get<contracts::report_message>(*report).settled);
-    CHECK(std::get<contracts::report_message>(*report).reason == "signal:TERM");
-    CHECK(run.wait() == 0);
+    CHECK(run.settled().reason == "signal:TERM");
     // Nothing left to cancel now.
     const auto again = run_process({helper_binary, "cancel", "--scope", dir.scope()});
     CHECK(again.exit_code == 3);
@@ -122,27 +138,17 @@ TEST_CASE("cancel --scope settles the run of another helper and waits for it") {
 
 TEST_CASE("cancel --run-request finds the supervisor by its run when the scope file was deleted") {
     scratch dir;
-    auto request = dir.request({"sh", "-c", "trap '' TERM; sleep 60"});
-    request.term_grace_ms = 200;
-    const auto path = write_request(dir, request, 0600);
-    child_process run({helper_binary, "run", "--request", path});
-    for (int i = 0; i < 500 && !std::filesystem::exists(dir.scope()); ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    trapped_run run(dir);
     REQUIRE(std::filesystem::remove(dir.scope())); // as a root subject can
     const auto without = run_process({helper_binary, "cancel", "--scope", dir.scope(), "--grace-ms", "100"});
     CHECK(without.exit_code == 3); // the file alone no longer says anything
     const auto cancel = run_process(
-        {helper_binary, "cancel", "--scope", dir.scope(), "--grace-ms", "10000", "--run-request", path});
+        {helper_binary, "cancel", "--scope", dir.scope(), "--grace-ms", "10000", "--run-request", run.path});
     CHECK(cancel.exit_code == 0);
     CHECK(cancel.out.find("\"outcome\":\"settled\"") != std::string::npos);
-    const auto line = run.read_line();
-    REQUIRE(line);
-    const auto report = contracts::parse_session_message(*line);
-    REQUIRE(report.has_value());
-    CHECK(std::get<contracts::report_message>(*report).settled);
-    CHECK(run.wait() == 0);
-    const auto again = run_process({helper_binary, "cancel", "--scope", dir.scope(), "--run-request", path});
+    (void)run.settled();
+    const auto again =
+        run_process({helper_binary, "cancel", "--scope", dir.scope(), "--run-request", run.path});
     CHECK(again.exit_code == 3);
 }
 
