@@ -1,6 +1,6 @@
 // Fixed names, prefixes and limits shared by the relay and the helper.
 //
-// These are wire facts of the original Python relay (BEHAVIOUR.md §0.1, §2); changing one changes what the
+// These are wire facts of the original Python relay; changing one changes what the
 // orchestrator or a subject sees, so they live in one place and nowhere else.
 #pragma once
 

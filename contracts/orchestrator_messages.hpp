@@ -1,7 +1,7 @@
 // The orchestrator wire: `ready` → `execute` → `executed` → `verify`, one compact JSON object per line.
 //
 // Relay side: `validate_execute` applies the original relay's checks in its order with its error texts
-// (BEHAVIOUR.md §2.3); `serialize` writes `ready`/`executed` byte-identically to it. Orchestrator side:
+//; `serialize` writes `ready`/`executed` byte-identically to it. Orchestrator side:
 // `check_ready`/`check_executed` accept exactly what harness-executor.ts accepts (§2.2), for the loopback
 // orchestrator and for conformance tests.
 #pragma once

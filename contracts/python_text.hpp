@@ -2,7 +2,7 @@
 //
 // The original decodes a frame with `str.splitlines(keepends=True)`, `int(text)` and
 // `base64.b64decode(text, altchars=b"-_", validate=True)`. Each accepts more than a strict reading of the
-// frame format would (the lenient corners BEHAVIOUR.md §4.26 lists); we accept exactly what CPython 3.11
+// frame format would (its lenient corners); we accept exactly what CPython 3.11
 // accepts, so an orchestrator sees the same verdict from either relay. All functions take valid UTF-8.
 #pragma once
 

@@ -2,7 +2,7 @@
 //
 // `encode` writes `MAKA-EVAL-RESULT-V1 <token> <length> <sha256> <base64url>\n` exactly as the TypeScript
 // producer does. `project` turns a carrier into the `stdout` and `diagnostic` of `executed` with the
-// original relay's verdict on every input (BEHAVIOUR.md §2.4): the 1,500 vectors in
+// original relay's verdict on every input: the 1,500 vectors in
 // tests/contracts/vectors/frame-projection.jsonl are the bar. `carrier` accumulates a stream in bounded
 // memory (the first 64 KiB + 1 byte of repaired text, a running SHA-256 and size) so the helper can project
 // output of any size without holding it.

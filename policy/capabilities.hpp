@@ -2,7 +2,7 @@
 //
 // The gate refuses a subject that could reach the network past the egress policy: NET_RAW (raw sockets,
 // AF_PACKET) or NET_ADMIN (rewrite the rules) in *any* set — including the bounding set, from which a setuid
-// binary could regain them, and the inheritable and ambient sets (BEHAVIOUR.md §3.2, C11–C12).
+// binary could regain them, and the inheritable and ambient sets (the original gate's cases C11–C12).
 #pragma once
 
 #include <cstdint>

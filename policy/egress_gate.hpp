@@ -1,4 +1,4 @@
-// The egress gate's decisions, in the original's order and with its texts (BEHAVIOUR.md §3.2).
+// The egress gate's decisions, in the original's order and with its texts.
 //
 // The relay gathers evidence (the helper's probe, the policy sidecar's namespace, the pin report); this
 // file only judges it. Order matters and is the original's: unreadable namespaces first, then unreadable

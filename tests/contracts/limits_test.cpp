@@ -1,4 +1,4 @@
-// The wire constants are the original relay's (BEHAVIOUR.md §0.1): a change here changes what the
+// The wire constants are the original relay's: a change here changes what the
 // orchestrator or a subject sees.
 #include "contracts/limits.hpp"
 

@@ -1,5 +1,5 @@
 // The result-frame codec and projection: the original's tests C1–C5 with their exact inputs, and the
-// behaviours of BEHAVIOUR.md §2.4 and §4 that no test of the original covers.
+// behaviours of the original's frame decoding that no test of the original covers.
 #include "contracts/digest.hpp"
 #include "contracts/limits.hpp"
 #include "contracts/result_frame.hpp"

@@ -1,5 +1,6 @@
 // maka-eval-relay `connect` on the local backend against the scriptable loopback orchestrator, both as real
-// processes over real TCP: the original's observable behaviour on every path of BEHAVIOUR.md §0–§2.
+// processes over real TCP: the original's observable behaviour on every path of the protocol (README.md,
+// "Protocol and behaviour").
 #include "contracts/digest.hpp"
 #include "contracts/wire_json.hpp"
 #include "in_container/fixture.hpp"

@@ -1,6 +1,6 @@
 """Stand-in trial-runner environments on a real Docker engine, with the shape of the real classes.
 
-``DockerEnvironment`` has what Harbor 0.20's has (DESIGN.md, "The real Harbor and Pier") and nothing it
+``DockerEnvironment`` has what Harbor 0.20's has (as read from Harbor's source) and nothing it
 lacks: no container attribute, no ``is_mounted`` (``capabilities.mounted``). ``environment_name``,
 ``session_id``, ``default_user`` (every exec without ``user=`` runs as it), ``_persistent_env`` merged into
 every exec by ``_merge_env`` (with the exec's own ``env`` as overlay), ``type()`` (EnvironmentType.DOCKER),
