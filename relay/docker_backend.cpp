@@ -88,7 +88,7 @@ class docker_backend final : public backend {
         // one has, a root subject may have changed them, or the helper itself (resolve() downloaded what is
         // at its path and compared it with this build): anything but this build's helper is replaced through
         // the engine, which writes it from outside, before anything of the container runs as root.
-        const bool trial_ran_here = installs_.knows(container_id_);
+        const bool trial_ran_here = installed_ != installed_copy::genuine && installs_.knows(container_id_);
         bool stream_install = ours && installed_ == installed_copy::absent && !trial_ran_here;
         if (ours && installed_ != installed_copy::genuine && !stream_install) {
             const std::string line = "maka-eval-relay: the helper at " + helper_in_container_ +
@@ -158,8 +158,8 @@ class docker_backend final : public backend {
                                            contracts::failure{});
             const bool answered = hello && (std::holds_alternative<contracts::hello_message>(*hello) ||
                                             std::holds_alternative<contracts::error_message>(*hello));
-            if (answered && ours) {
-                installs_.add(container_id_, helper_name_); // the helper ran: a trial ran here
+            if (answered && ours && !(installed_ == installed_copy::genuine && !installed)) {
+                installs_.add(container_id_, helper_name_); // the helper went in: a trial runs here
             }
             if (hello && std::holds_alternative<contracts::hello_message>(*hello)) {
                 co_return std::unique_ptr<helper_session>(
