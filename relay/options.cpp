@@ -336,13 +336,17 @@ boost::system::result<std::string, relay_error> read_secret_file(const std::stri
         return relay_error{relay_errc::usage,
                            path + " must be a regular file owned by this user with mode 0600"};
     }
-    std::string text;
-    char buffer[4096];
-    ssize_t got = 0;
-    while ((got = ::read(fd, buffer, sizeof buffer)) > 0 && text.size() < 65536) {
-        text.append(buffer, static_cast<std::size_t>(got));
-    }
+    // EINTR-safe, the read buffer wiped; a file past the limit is an error, never silently cut.
+    auto read = read_secret(fd, 65536);
     ::close(fd);
+    if (!read) {
+        return relay_error{relay_errc::usage,
+                           path + ": " +
+                               (read.error() == boost::system::errc::file_too_large
+                                    ? std::string("longer than 64 KiB (a relay token is one line)")
+                                    : read.error().message())};
+    }
+    std::string text = std::move(*read);
     while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) {
         text.pop_back();
     }

@@ -393,6 +393,13 @@ TEST_CASE("the relay token is never taken from argv, a token file must be privat
                     std::vector<std::string>{"PATH=/usr/bin:/bin"});
     CHECK(r.exit_code == relay::exit_usage);
     CHECK(r.err.find("mode 0600") != std::string::npos);
+    // A file past 64 KiB is refused, never cut silently to a token that then fails the handshake.
+    std::ofstream(file, std::ios::trunc) << std::string(70000, 't') << "\n";
+    fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write);
+    r = run_process({relay_binary, "connect", "--host", "127.0.0.1", "--port", "9", "--token-file", file}, "",
+                    std::vector<std::string>{"PATH=/usr/bin:/bin"});
+    CHECK(r.exit_code == relay::exit_usage);
+    CHECK(r.err.find("longer than 64 KiB") != std::string::npos);
 }
 
 TEST_CASE("--env bridge needs the adapter's socket, and says so") {
