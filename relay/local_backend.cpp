@@ -39,9 +39,8 @@ using asio::use_awaitable;
 
 // What the relay knows and the subject must not: its token and its own settings.
 bool relay_private(std::string_view entry) {
-    for (const std::string_view name :
-         {"MAKA_EVAL_RELAY_TOKEN=", "MAKA_EVAL_EGRESS_REQUIRED=", "MAKA_EVAL_EGRESS_ALLOWED_HOST=",
-          "MAKA_EVAL_NETWORK_POLICY_PATH=", "MAKA_EVAL_HELPER="}) {
+    for (const std::string_view name : {"MAKA_EVAL_RELAY_TOKEN=", "MAKA_EVAL_EGRESS_REQUIRED=",
+                                        "MAKA_EVAL_EGRESS_ALLOWED_HOST=", "MAKA_EVAL_HELPER="}) {
         if (entry.starts_with(name)) {
             return true;
         }
