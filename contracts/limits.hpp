@@ -1,7 +1,9 @@
 // Fixed names, prefixes and limits shared by the relay and the helper.
 //
-// These are wire facts of the original Python relay; changing one changes what the
-// orchestrator or a subject sees, so they live in one place and nowhere else.
+// These are wire facts of the original Python relay; changing one changes what the orchestrator or a
+// subject sees, so they live in one place and nowhere else. The limits of our own session protocol between
+// the relay and the helper (line size, heartbeat, chunk and tail sizes) are that protocol's, beside its
+// messages in session_messages.hpp.
 #pragma once
 
 #include <cstddef>
