@@ -5,8 +5,8 @@
 //   projection N          — N projections of a 64 KiB carrier (noise, then the frame last). Prints JSON.
 #include "contracts/result_frame.hpp"
 #include "contracts/wire_json.hpp"
-#include "relay/docker_api.hpp"
-#include "relay/options.hpp"
+#include "relay/engine/docker_api.hpp"
+#include "relay/trial/options.hpp"
 
 #include <chrono>
 #include <cstdlib>

@@ -4,11 +4,12 @@
 
 #include "contracts/secret.hpp"
 #include "contracts/wire_json.hpp"
-#include "relay/exit_codes.hpp"
-#include "relay/follow_sink.hpp"
-#include "relay/loopback_orchestrator.hpp"
-#include "relay/random_hex.hpp"
-#include "relay/trial.hpp"
+#include "relay/backends/factory.hpp"
+#include "relay/support/exit_codes.hpp"
+#include "relay/support/random_hex.hpp"
+#include "relay/trial/follow_sink.hpp"
+#include "relay/trial/loopback_orchestrator.hpp"
+#include "relay/trial/trial.hpp"
 
 #include <csignal>
 #include <cstdint>
@@ -234,8 +235,8 @@ int run_command(std::span<const std::string_view> args) {
     if (outcome.usage) {
         const auto& u = *outcome.usage;
         std::cout << "usage       cpu " << u.user_ms << " ms user + " << u.system_ms << " ms sys, peak RSS "
-                  << u.peak_rss_kib << " KiB, " << u.processes << (u.processes == 1 ? " process, " : " processes, ")
-                  << u.wall_ms << " ms wall\n";
+                  << u.peak_rss_kib << " KiB, " << u.processes
+                  << (u.processes == 1 ? " process, " : " processes, ") << u.wall_ms << " ms wall\n";
     }
     std::cout << "artifacts   " << artifacts << (options->remove_work_dir ? "" : " (kept)") << "\n"
               << "relay exit  " << final_code() << " ("

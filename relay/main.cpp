@@ -1,6 +1,6 @@
 // maka-eval-relay entry point: arguments to views, exceptions to a message and exit code 1.
 #include "relay/cli.hpp"
-#include "relay/exit_codes.hpp"
+#include "relay/support/exit_codes.hpp"
 
 #include <exception>
 #include <iostream>

@@ -6,7 +6,7 @@
 #include "contracts/result_frame.hpp"
 #include "contracts/wire_json.hpp"
 #include "e2e/engine_fixture.hpp"
-#include "relay/exit_codes.hpp"
+#include "relay/support/exit_codes.hpp"
 #include "relay/trial_fixture.hpp"
 #include "support/child_process.hpp"
 #include "support/process.hpp"

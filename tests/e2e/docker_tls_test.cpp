@@ -5,7 +5,7 @@
 // before any container work with a message that names the problem. The tests' own set-up (containers, ps)
 // uses that engine's unix socket.
 #include "e2e/engine_fixture.hpp"
-#include "relay/exit_codes.hpp"
+#include "relay/support/exit_codes.hpp"
 #include "relay/trial_fixture.hpp"
 #include "support/process.hpp"
 

@@ -1,7 +1,7 @@
 // Test support for the end-to-end tests on a real Docker engine (see engine_fixture.hpp).
 #include "e2e/engine_fixture.hpp"
 
-#include "relay/exit_codes.hpp"
+#include "relay/support/exit_codes.hpp"
 #include "relay/trial_fixture.hpp"
 
 #include <csignal>

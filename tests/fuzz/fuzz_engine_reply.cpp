@@ -2,9 +2,9 @@
 // an empty message), and a frame header is accepted only within the frame limit. The same bytes as a
 // DOCKER_HOST give an engine address whose url() reads back as the same address, or a clear error; as an
 // archive (the installed helper's download), a first entry or none.
-#include "relay/engine_endpoint.hpp"
-#include "relay/engine_replies.hpp"
-#include "relay/tar_archive.hpp"
+#include "relay/engine/engine_endpoint.hpp"
+#include "relay/engine/engine_replies.hpp"
+#include "relay/engine/tar_archive.hpp"
 
 #include <cstdint>
 #include <cstdlib>

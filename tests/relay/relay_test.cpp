@@ -4,7 +4,7 @@
 #include "contracts/digest.hpp"
 #include "contracts/wire_json.hpp"
 #include "in_container/fixture.hpp"
-#include "relay/exit_codes.hpp"
+#include "relay/support/exit_codes.hpp"
 #include "relay/trial_fixture.hpp"
 #include "support/child_process.hpp"
 #include "support/process.hpp"

@@ -1,0 +1,239 @@
+// The bridge's request/reply channel (see bridge_channel.hpp).
+#include "relay/backends/bridge_channel.hpp"
+
+#include "contracts/wire_json.hpp"
+#include "relay/trial/log.hpp"
+
+#include <fcntl.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/streambuf.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
+namespace maka_eval::relay {
+namespace {
+
+using asio::as_tuple;
+using asio::use_awaitable;
+using namespace asio::experimental::awaitable_operators;
+
+// A reply carries at most the adapter's capped stdout and stderr (4 MiB each) in JSON.
+constexpr std::size_t reply_line_limit = std::size_t{20} * 1024 * 1024;
+
+boost::json::value text_or_null(const std::string& text) {
+    return text.empty() ? boost::json::value(nullptr) : boost::json::value(text);
+}
+
+std::string string_field(const boost::json::object& o, std::string_view key) {
+    const auto* v = o.if_contains(key);
+    return v != nullptr && v->is_string() ? std::string(v->get_string()) : std::string();
+}
+
+boost::system::result<exec_output, relay_error> exec_output_of(const boost::json::object& reply) {
+    const auto* code = reply.if_contains("returnCode");
+    if (code == nullptr || !code->is_int64()) {
+        return relay_error{relay_errc::bridge, "the adapter's reply has no returnCode"};
+    }
+    return exec_output{static_cast<int>(code->get_int64()), string_field(reply, "stdout"),
+                       string_field(reply, "stderr")};
+}
+
+} // namespace
+
+bridge_channel::bridge_channel(const asio::any_io_executor& executor, int fd)
+    : executor_(executor), socket_(executor), read_buffer_(reply_line_limit) {
+    (void)::fcntl(fd, F_SETFD, FD_CLOEXEC);
+    boost::system::error_code ec;
+    socket_.assign(asio::local::stream_protocol(), fd, ec);
+    if (ec) {
+        broken_ = "the bridge socket (fd " + std::to_string(fd) + ") is unusable: " + ec.message();
+    }
+}
+
+bridge_channel::~bridge_channel() {
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+}
+
+asio::awaitable<boost::system::result<boost::json::object, relay_error>>
+bridge_channel::call(boost::json::object request, std::chrono::milliseconds deadline) {
+    if (broken_) {
+        co_return relay_error{relay_errc::bridge, *broken_};
+    }
+    const std::int64_t id = next_id_++;
+    ++calls_;
+    request["id"] = id;
+    auto slot = std::make_shared<reply_slot>(executor_, 1);
+    pending_.emplace(id, slot);
+    outbox_.push_back(contracts::to_wire(request) + "\n");
+    // The writer and the reader belong to this channel (which outlives the io_context's run: the backend
+    // owns it); one that fails breaks the bridge, which fails every call in flight with the reason.
+    if (!writing_) {
+        writing_ = true;
+        asio::co_spawn(executor_, write_queued(), [this](const std::exception_ptr& error) {
+            if (error) {
+                writing_ = false;
+                fail_all("the bridge writer failed: " + exception_text(error));
+            }
+        });
+    }
+    // Replies are read only while a call waits for one: with nothing pending, nothing keeps the relay alive.
+    if (!reading_) {
+        reading_ = true;
+        asio::co_spawn(executor_, read_replies(), [this](const std::exception_ptr& error) {
+            if (error) {
+                reading_ = false;
+                fail_all("the bridge reader failed: " + exception_text(error));
+            }
+        });
+    }
+    asio::steady_timer timer(executor_, deadline);
+    auto first =
+        co_await (slot->async_receive(as_tuple(use_awaitable)) || timer.async_wait(as_tuple(use_awaitable)));
+    pending_.erase(id);
+    if (pending_.empty() && reading_ && !writing_) {
+        // Nothing is waiting for a reply any more: an outstanding read must not keep the relay alive.
+        boost::system::error_code ignored;
+        socket_.cancel(ignored);
+    }
+    if (first.index() == 1) {
+        const std::string op = string_field(request, "op");
+        co_return relay_error{relay_errc::bridge, "the trial runner's environment did not answer " + op +
+                                                      " within " + std::to_string(deadline.count() / 1000) +
+                                                      " s"};
+    }
+    auto [ec, reply] = std::get<0>(std::move(first));
+    if (ec) {
+        co_return relay_error{relay_errc::bridge, broken_.value_or("the bridge closed")};
+    }
+    const auto* ok = reply.if_contains("ok");
+    if (ok == nullptr || !ok->is_bool() || !ok->get_bool()) {
+        const auto why = string_field(reply, "error");
+        co_return relay_error{relay_errc::bridge, why.empty() ? "the adapter refused the request" : why};
+    }
+    co_return reply;
+}
+
+asio::awaitable<void> bridge_channel::write_queued() {
+    while (!outbox_.empty() && !broken_) {
+        std::string line = std::move(outbox_.front());
+        outbox_.pop_front();
+        auto [ec, n] = co_await asio::async_write(socket_, asio::buffer(line), as_tuple(use_awaitable));
+        if (ec) {
+            fail_all("the bridge to the adapter failed: " + ec.message());
+        }
+    }
+    outbox_.clear();
+    writing_ = false; // here, not in the completion handler: a call queued after this line starts a writer
+}
+
+asio::awaitable<void> bridge_channel::read_replies() {
+    auto& buffer = read_buffer_;
+    std::string line;
+    while (!pending_.empty() && !broken_) {
+        auto [ec, n] = co_await asio::async_read_until(socket_, buffer, '\n', as_tuple(use_awaitable));
+        if (ec == asio::error::operation_aborted) {
+            continue; // cancelled when the last call gave up waiting: read on only if another one waits now
+        }
+        if (ec) {
+            fail_all(ec == asio::error::eof ? std::string("the adapter closed the bridge")
+                     : ec == asio::error::not_found
+                         ? "a reply from the adapter exceeds " + std::to_string(reply_line_limit) + " bytes"
+                         : "the bridge to the adapter failed: " + ec.message());
+            break;
+        }
+        line.assign(asio::buffers_begin(buffer.data()),
+                    asio::buffers_begin(buffer.data()) + static_cast<std::ptrdiff_t>(n - 1));
+        buffer.consume(n);
+        auto reply = contracts::parse_object(line, reply_line_limit);
+        const auto* id = reply ? reply->if_contains("id") : nullptr;
+        if (id == nullptr || !id->is_int64()) {
+            fail_all("the adapter sent an unreadable reply");
+            break;
+        }
+        const auto found = pending_.find(id->get_int64());
+        if (found != pending_.end()) {
+            auto slot = found->second;
+            pending_.erase(found);
+            slot->try_send(boost::system::error_code{}, std::move(*reply));
+        }
+        // A reply to a call that timed out is dropped.
+    }
+    reading_ = false;
+}
+
+void bridge_channel::abandon(const std::string& why) {
+    fail_all(why);
+    boost::system::error_code ignored;
+    socket_.close(ignored); // ends the reader and writer at once
+}
+
+void bridge_channel::fail_all(const std::string& why) {
+    if (!broken_) {
+        broken_ = why;
+    }
+    auto pending = std::move(pending_);
+    pending_.clear();
+    for (auto& [id, slot] : pending) {
+        slot->try_send(asio::error::broken_pipe, boost::json::object{});
+    }
+}
+
+asio::awaitable<boost::system::result<exec_output, relay_error>>
+bridge_channel::call_exec(boost::json::object request, std::chrono::milliseconds deadline) {
+    auto reply = co_await call(std::move(request), deadline);
+    if (!reply) {
+        co_return reply.error();
+    }
+    co_return exec_output_of(*reply);
+}
+
+asio::awaitable<boost::system::result<void, relay_error>>
+bridge_channel::call_done(boost::json::object request, std::chrono::milliseconds deadline) {
+    auto reply = co_await call(std::move(request), deadline);
+    if (!reply) {
+        co_return reply.error();
+    }
+    co_return boost::system::result<void, relay_error>{};
+}
+
+asio::awaitable<boost::system::result<exec_output, relay_error>>
+bridge_channel::exec(bridge_exec request, std::chrono::milliseconds deadline) {
+    boost::json::object o{{"op", "exec"},
+                          {"command", request.command},
+                          {"cwd", text_or_null(request.cwd)},
+                          {"user", text_or_null(request.user)},
+                          {"timeoutSec", request.timeout ? boost::json::value(request.timeout->count())
+                                                         : boost::json::value(nullptr)},
+                          {"onAbandon", text_or_null(request.on_abandon)}};
+    if (!request.on_abandon_source.empty()) {
+        o["onAbandonUpload"] =
+            boost::json::object{{"source", request.on_abandon_source}, {"target", request.on_abandon_target}};
+    }
+    co_return co_await call_exec(std::move(o), deadline);
+}
+
+asio::awaitable<boost::system::result<exec_output, relay_error>>
+bridge_channel::service_exec(std::string service, std::string command, std::chrono::milliseconds deadline) {
+    boost::json::object o{{"op", "service_exec"}, {"service", service}, {"command", command}};
+    co_return co_await call_exec(std::move(o), deadline);
+}
+
+asio::awaitable<boost::system::result<void, relay_error>>
+bridge_channel::upload(std::string source, std::string target, std::chrono::milliseconds deadline) {
+    boost::json::object o{{"op", "upload"}, {"source", source}, {"target", target}};
+    co_return co_await call_done(std::move(o), deadline);
+}
+
+asio::awaitable<boost::system::result<void, relay_error>>
+bridge_channel::stop(std::chrono::milliseconds deadline) {
+    boost::json::object o{{"op", "stop"}};
+    co_return co_await call_done(std::move(o), deadline);
+}
+
+} // namespace maka_eval::relay

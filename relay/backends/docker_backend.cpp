@@ -1,0 +1,486 @@
+// The docker backend (see docker_backend.hpp).
+#include "relay/backends/docker_backend.hpp"
+
+#include "contracts/limits.hpp"
+#include "contracts/session_messages.hpp"
+#include "relay/backends/helper_binary.hpp"
+#include "relay/backends/install_record.hpp"
+#include "relay/backends/installed_helper.hpp"
+#include "relay/engine/docker_api.hpp"
+#include "relay/engine/tar_archive.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <unistd.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+namespace maka_eval::relay {
+namespace {
+
+using asio::as_tuple;
+using asio::use_awaitable;
+using namespace asio::experimental::awaitable_operators;
+
+class docker_session final : public helper_session {
+  public:
+    // `first` is the line already read to know the helper started (its `hello`).
+    docker_session(std::unique_ptr<exec_stream> stream, std::string first)
+        : stream_(std::move(stream)), first_(std::move(first)) {}
+    asio::awaitable<bool> send(std::string line) override {
+        co_return co_await stream_->write(std::move(line));
+    }
+    asio::awaitable<std::optional<std::string>> receive() override {
+        if (first_) {
+            auto line = std::move(first_);
+            first_.reset();
+            co_return line;
+        }
+        co_return co_await stream_->read_line(contracts::session_line_limit_bytes);
+    }
+    void close_input() override { stream_->close_stdin(); }
+    void kill() override { stream_->close(); }
+
+  private:
+    std::unique_ptr<exec_stream> stream_;
+    std::optional<std::string> first_;
+};
+
+class docker_backend final : public backend {
+  public:
+    docker_backend(docker_api api, const common_options& options, std::string helper_on_host)
+        : api_(std::move(api)), options_(options), helper_on_host_(std::move(helper_on_host)),
+          container_(options.container) {}
+
+    std::string describe() const override {
+        const auto& engine = api_.engine();
+        return "docker (" + container_ + " via " + engine.url() +
+               (engine.transport == engine_transport::tls ? ", mutual TLS" : "") +
+               (engine.context.empty() ? "" : ", docker context " + engine.context) + ")";
+    }
+    std::optional<unsigned> engine_calls() const override { return api_.calls(); }
+
+    // Three engine calls on every trial (inspect, exec create, exec start), the first in a container too:
+    // there (the install record says so) the session exec is a root shell that takes the helper on its
+    // stdin, installs it and becomes it — the engine's archive upload costs about a bare exec by itself.
+    // An image without /bin/sh and `head` falls back to that upload; so does a record that was wrong.
+    asio::awaitable<boost::system::result<std::unique_ptr<helper_session>, relay_error>>
+    open_session() override {
+        auto resolved = co_await resolve();
+        if (!resolved) {
+            co_return resolved.error();
+        }
+        const bool ours = options_.helper_in_container.empty();
+        if (ours && !installs_.unused_because().empty()) {
+            // Said, not silent: without the record every trial pays the install again.
+            const std::string line = "maka-eval-relay: no record of helper installs is kept (" +
+                                     installs_.unused_because() + "): the helper goes in on every trial\n";
+            (void)::write(STDERR_FILENO, line.data(), line.size());
+        }
+        bool installed = false; // by us, in this call
+        // The cold install runs the container's own /bin/sh and head: only where no trial has run yet. Where
+        // one has, a root subject may have changed them, or the helper itself (resolve() downloaded what is
+        // at its path and compared it with this build): anything but this build's helper is replaced through
+        // the engine, which writes it from outside, before anything of the container runs as root.
+        const bool trial_ran_here = installed_ != installed_copy::genuine && installs_.knows(container_id_);
+        bool stream_install = ours && installed_ == installed_copy::absent && !trial_ran_here;
+        if (ours && installed_ != installed_copy::genuine && !stream_install) {
+            const std::string line = "maka-eval-relay: the helper at " + helper_in_container_ +
+                                     " in container " + container_ + " is " +
+                                     (installed_ == installed_copy::absent ? "gone" : "not this build's") +
+                                     " since an earlier trial: put in again through the engine\n";
+            (void)::write(STDERR_FILENO, line.data(), line.size());
+            auto placed = co_await upload_helper();
+            if (!placed) {
+                co_return placed.error();
+            }
+            installed = true;
+        }
+        for (int attempt = 0; attempt < 3; ++attempt) {
+            // A root supervisor; the subject runs as the container's user (or --user), out of its reach.
+            std::vector<std::string> args{"session"};
+            if (supervise_as_root_ && !subject_user_.empty()) {
+                args.insert(args.end(), {"--user", subject_user_});
+            }
+            const bool streaming = stream_install && supervise_as_root_;
+            std::optional<std::string> binary;
+            if (streaming) {
+                binary = read_helper();
+                if (!binary) {
+                    co_return relay_error{relay_errc::environment, "cannot read " + helper_on_host_};
+                }
+            }
+            std::vector<std::string> cmd = streaming ? install_and_become(binary->size(), args) : args;
+            if (!streaming) {
+                cmd.insert(cmd.begin(), helper_in_container_);
+            }
+            // --cwd (Harbor's task workdir on the fast path) as `docker exec -w`: the helper reports it in
+            // hello, and the subject starts there.
+            exec_spec spec{std::move(cmd), supervise_as_root_ ? "0" : subject_user_, options_.cwd, true};
+            std::string id;
+            auto stream = co_await api_.exec(container_, std::move(spec), id);
+            if (!stream) {
+                co_return stream.error();
+            }
+            // The helper's first line within the engine's deadline: an engine that started the exec and then
+            // never delivers its output fails the trial here with a clear error.
+            (*stream)->expire_after(api_.timeout());
+            std::optional<std::string> first;
+            if (binary) {
+                // Written while reading: an exec that failed to start (no /bin/sh) reads nothing, and its
+                // error arrives on the stream while the write would wait for ever.
+                auto done = co_await ((*stream)->write(std::move(*binary)) ||
+                                      (*stream)->read_line(contracts::session_line_limit_bytes));
+                if (done.index() == 1) {
+                    first = std::move(std::get<1>(done));
+                } else {
+                    first = co_await (*stream)->read_line(contracts::session_line_limit_bytes);
+                }
+            } else {
+                first = co_await (*stream)->read_line(contracts::session_line_limit_bytes);
+            }
+            if ((*stream)->expired()) {
+                co_return relay_error{
+                    relay_errc::engine,
+                    api_.unanswered("no first line from the helper in container " + container_)};
+            }
+            (*stream)->expire_after(std::nullopt); // from here the trial's heartbeat watches the session
+            // The first line must be the helper's hello: when the binary is missing, the engine writes its
+            // own error ("OCI runtime exec failed …") into the stream instead.
+            const auto hello = first ? contracts::parse_session_message(*first)
+                                     : boost::system::result<contracts::session_message, contracts::failure>(
+                                           contracts::failure{});
+            const bool answered = hello && (std::holds_alternative<contracts::hello_message>(*hello) ||
+                                            std::holds_alternative<contracts::error_message>(*hello));
+            if (answered && ours && !(installed_ == installed_copy::genuine && !installed)) {
+                installs_.add(container_id_, helper_name_); // the helper went in: a trial runs here
+            }
+            if (hello && std::holds_alternative<contracts::hello_message>(*hello)) {
+                co_return std::unique_ptr<helper_session>(
+                    std::make_unique<docker_session>(std::move(*stream), std::move(*first)));
+            }
+            if (const auto* refused = hello ? std::get_if<contracts::error_message>(&*hello) : nullptr) {
+                if (refused->code == contracts::helper_fault::identity_unavailable && supervise_as_root_) {
+                    // Root without the capabilities to switch users (--cap-drop ALL): the whole session then
+                    // runs as the subject's user, as before — the relay logs that mode.
+                    supervise_as_root_ = false;
+                    stream_install = false;
+                    continue;
+                }
+                co_return relay_error{relay_errc::environment, "maka-eval-helper in container " + container_ +
+                                                                   ": " + refused->message};
+            }
+            const int code = co_await exit_code_of(id);
+            if (streaming) {
+                // No shell or tools to install with (a distroless image): the engine's archive upload.
+                stream_install = false;
+            }
+            if (!installed && (streaming || code == 126 || code == 127) && ours) {
+                auto placed = co_await upload_helper();
+                if (!placed) {
+                    co_return placed.error();
+                }
+                installed = true;
+                continue;
+            }
+            const std::string said = first ? *first : (*stream)->stderr_text();
+            co_return relay_error{relay_errc::environment, "maka-eval-helper did not start in container " +
+                                                               container_ + " (exit " + std::to_string(code) +
+                                                               ")" + (said.empty() ? "" : ": " + said)};
+        }
+        co_return relay_error{relay_errc::environment,
+                              "maka-eval-helper did not start in container " + container_};
+    }
+
+    asio::awaitable<boost::system::result<exec_output, relay_error>>
+    run_helper_as_root(std::vector<std::string> args, std::chrono::milliseconds runs_for) override {
+        auto resolved = co_await resolve();
+        if (!resolved) {
+            co_return resolved.error();
+        }
+        args.insert(args.begin(), helper_in_container_);
+        // "0", not "root": FROM-scratch images have no /etc/passwd to look the name up in.
+        co_return co_await one_shot(container_, std::move(args), "0", runs_for);
+    }
+
+    asio::awaitable<boost::system::result<std::string, relay_error>>
+    policy_namespace(std::string sidecar) override {
+        auto resolved = co_await resolve();
+        if (!resolved) {
+            co_return resolved.error();
+        }
+        // The sidecar is the compose service of that name beside the subject, or a container of that name.
+        std::string target = sidecar;
+        if (!compose_project_.empty()) {
+            auto found = co_await api_.find_compose_container(compose_project_, sidecar);
+            if (found) {
+                target = *found;
+            }
+        }
+        std::vector<std::string> probe{"readlink", "/proc/self/ns/net"};
+        auto output = co_await one_shot(target, std::move(probe), {}, {});
+        if (!output) {
+            co_return output.error();
+        }
+        if (output->exit_code != 0) {
+            co_return relay_error{relay_errc::environment, "the policy sidecar " + sidecar +
+                                                               " could not report its network namespace"};
+        }
+        std::string ns = output->out;
+        while (!ns.empty() && (ns.back() == '\n' || ns.back() == '\r' || ns.back() == ' ')) {
+            ns.pop_back();
+        }
+        co_return boost::system::result<std::string, relay_error>(boost::system::in_place_value,
+                                                                  std::move(ns));
+    }
+
+    asio::awaitable<void> destroy(std::optional<int>, std::chrono::milliseconds budget) override {
+        asio::steady_timer timer(co_await asio::this_coro::executor, budget);
+        co_await (remove_container() || timer.async_wait(as_tuple(use_awaitable)));
+    }
+
+    // The helper died without a report. A container that no longer runs has nothing left to stop: it is
+    // left as it is for whoever debugs it. Otherwise a fresh root exec of `cancel` settles the scope.
+    asio::awaitable<recovery> recover(std::optional<int>, std::string scope,
+                                      std::chrono::milliseconds budget) override {
+        auto facts = co_await api_.inspect_container(container_);
+        if (!facts || !facts->running) {
+            co_return gone(facts);
+        }
+        if (resolved_ && options_.helper_in_container.empty()) {
+            // A root subject may have replaced or removed the helper since the session began: the cancel
+            // runs a copy put in just now (within a third of the budget; a failed upload leaves the cancel
+            // to say what it finds).
+            const auto begun = std::chrono::steady_clock::now();
+            asio::steady_timer limit(co_await asio::this_coro::executor, budget / 3);
+            (void)co_await (upload_helper() || limit.async_wait(as_tuple(use_awaitable)));
+            budget -= std::min(budget, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                           std::chrono::steady_clock::now() - begun));
+        }
+        const auto settled = co_await cancel_as_root(std::move(scope), budget);
+        // A container being killed still reads as running for a moment after its execs end: before calling
+        // the cancel a failure, watch its state for a short while.
+        asio::steady_timer timer(co_await asio::this_coro::executor);
+        for (int look = 0; settled == recovery::failed && look < 30; ++look) {
+            facts = co_await api_.inspect_container(container_);
+            if (!facts || !facts->running) {
+                co_return gone(facts);
+            }
+            timer.expires_after(std::chrono::milliseconds(100));
+            co_await timer.async_wait(as_tuple(use_awaitable));
+        }
+        co_return settled;
+    }
+
+    std::string scope_path(const std::string& name) const override {
+        return std::string(contracts::scope_directory) + "/.maka-eval-" + name + ".pid";
+    }
+    std::string artifacts_dir() const override { return std::string(contracts::artifacts_directory); }
+
+  private:
+    // The container stopped (or went): for memory, when its engine says so.
+    static recovery gone(const boost::system::result<container_facts, relay_error>& facts) {
+        return facts && facts->oom_killed ? recovery::out_of_memory : recovery::environment_gone;
+    }
+
+    asio::awaitable<void> remove_container() {
+        installs_.forget(container_id_);
+        (void)co_await api_.request("POST", "/containers/" + container_ + "/kill");
+        (void)co_await api_.request("DELETE", "/containers/" + container_ + "?force=1&v=1");
+    }
+
+    // Once: the container (by name, or by compose labels) and where the helper lives in it. No engine call
+    // unless compose labels must be looked up.
+    asio::awaitable<boost::system::result<void, relay_error>> resolve() {
+        if (resolved_) {
+            co_return boost::system::result<void, relay_error>{};
+        }
+        if (!options_.compose_project.empty()) {
+            auto found =
+                co_await api_.find_compose_container(options_.compose_project, options_.compose_service);
+            if (!found) {
+                co_return found.error();
+            }
+            container_ = *found;
+        }
+        if (!options_.helper_in_container.empty()) {
+            helper_in_container_ = options_.helper_in_container; // mounted by the user (compose overlay)
+        } else {
+            auto digest = helper_digest(helper_on_host_);
+            if (!digest) {
+                co_return digest.error();
+            }
+            helper_digest_ = std::move(*digest);
+            helper_name_ = helper_name_of_digest(helper_digest_);
+            helper_in_container_ = "/" + std::string(helper_directory) + "/" + helper_name_;
+        }
+        // One inspect per trial: the container's state for a clear error, its configured user (whom a plain
+        // `docker exec` would run as: the subject's identity), and its compose project (for the sidecar).
+        auto facts = co_await api_.inspect_container(container_);
+        if (!facts) {
+            co_return facts.error();
+        }
+        if (facts->paused || !facts->running) {
+            co_return relay_error{relay_errc::environment, "container " + container_ + " is " +
+                                                               (facts->paused ? "paused" : "not running")};
+        }
+        container_id_ = facts->id;
+        subject_user_ = options_.user.empty() ? facts->user : options_.user;
+        compose_project_ = facts->compose_project;
+        if (options_.helper_in_container.empty()) {
+            // What is at our helper's path, read from outside the container: every root exec runs this
+            // build's helper or none. MAKA_EVAL_CHECK_HELPER_THROUGH_ENGINE=1 skips the look from this host
+            // (the tests' way to the download a remote engine gets).
+            const char* through_engine = std::getenv("MAKA_EVAL_CHECK_HELPER_THROUGH_ENGINE");
+            std::optional<installed_copy> found;
+            if (through_engine == nullptr || std::string_view(through_engine) != "1") {
+                found = compare_on_this_host(facts->pid, facts->id, helper_in_container_, helper_on_host_);
+            }
+            installed_ = found ? *found : co_await installed_helper();
+        }
+        resolved_ = true;
+        co_return boost::system::result<void, relay_error>{};
+    }
+
+    // What is at the helper's path in the container, downloaded through the engine (never by anything in
+    // the container, which a root subject may have changed): this build's helper, or not.
+    asio::awaitable<installed_copy> installed_helper() {
+        auto got = co_await api_.request("GET", "/containers/" + container_ +
+                                                    "/archive?path=" + helper_in_container_);
+        if (got && got->status == 404) {
+            co_return installed_copy::absent;
+        }
+        if (!got || got->status != 200) {
+            co_return installed_copy::other; // replaced through the engine, which then says what is wrong
+        }
+        co_return compare_download(got->body, helper_digest_);
+    }
+
+    // The helper binary, whole (1.7 MB): only read when it goes into a container.
+    [[nodiscard]] std::optional<std::string> read_helper() const {
+        std::ifstream in(helper_on_host_, std::ios::binary);
+        std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+        return in.bad() || bytes.empty() ? std::nullopt : std::optional<std::string>(std::move(bytes));
+    }
+
+    // A root shell that reads exactly `size` bytes of stdin into the helper's content-addressed path (through
+    // a temporary file and a rename, so no half-written helper is ever at that path), links
+    // maka-eval-helper to it, and execs it with `args`, the rest of stdin then being the session. Nothing
+    // follows the helper on stdin before its `hello`, so `head` cannot read past it.
+    [[nodiscard]] std::vector<std::string> install_and_become(std::size_t size,
+                                                              const std::vector<std::string>& args) const {
+        static constexpr std::string_view script =
+            "set -e; umask 022; d=/\"$1\"; h=\"$d/$2\"; mkdir -p \"$d\"; chmod 0755 \"$d\"; "
+            "t=\"$d/.incoming.$$\"; trap 'rm -f \"$t\"' EXIT; head -c \"$3\" > \"$t\"; "
+            "[ \"$(wc -c < \"$t\")\" -eq \"$3\" ]; chmod 0755 \"$t\"; mv -f \"$t\" \"$h\"; "
+            "ln -sf \"$2\" \"$d/maka-eval-helper\"; shift 3; exec \"$h\" \"$@\"";
+        std::vector<std::string> cmd{"/bin/sh",
+                                     "-c",
+                                     std::string(script),
+                                     "maka-eval-install",
+                                     std::string(helper_directory),
+                                     helper_name_,
+                                     std::to_string(size)};
+        cmd.insert(cmd.end(), args.begin(), args.end());
+        return cmd;
+    }
+
+    asio::awaitable<boost::system::result<void, relay_error>> upload_helper() {
+        auto archive =
+            tar_one_file_from(helper_directory, helper_name_, helper_on_host_, 0755, "maka-eval-helper");
+        if (!archive) {
+            co_return relay_error{relay_errc::environment, "cannot read " + helper_on_host_};
+        }
+        std::string target = "/containers/" + container_ + "/archive?path=/";
+        auto put = co_await api_.request("PUT", std::move(target), std::move(*archive), "application/x-tar");
+        if (!put || put->status != 200) {
+            co_return relay_error{relay_errc::environment,
+                                  "cannot put maka-eval-helper into container " + container_ +
+                                      (put ? " (HTTP " + std::to_string(put->status) + "; a read-only root?)"
+                                           : ": " + put.error().message) +
+                                      ": mount it into the container and pass --helper-in-container PATH"};
+        }
+        co_return boost::system::result<void, relay_error>{};
+    }
+
+    // The stream ends a moment before the engine records the exit code: ask until it has one (5 s at most),
+    // but not past an engine that does not answer (-1).
+    asio::awaitable<int> exit_code_of(const std::string& id) {
+        asio::steady_timer timer(co_await asio::this_coro::executor);
+        for (int attempt = 0; attempt < 250; ++attempt) {
+            auto code = co_await api_.exec_exit_code(id);
+            if (!code) {
+                co_return -1;
+            }
+            if (*code) {
+                co_return **code;
+            }
+            timer.expires_after(std::chrono::milliseconds(20));
+            co_await timer.async_wait(as_tuple(use_awaitable));
+        }
+        co_return -1;
+    }
+
+    // One exec to its end: its output within `runs_for` (what the command itself may take) and the engine's
+    // timeout on top.
+    asio::awaitable<boost::system::result<exec_output, relay_error>>
+    one_shot(std::string container, std::vector<std::string> cmd, std::string user,
+             std::chrono::milliseconds runs_for) {
+        std::string id;
+        exec_spec spec{std::move(cmd), std::move(user), {}, false};
+        auto stream = co_await api_.exec(container, std::move(spec), id);
+        if (!stream) {
+            co_return stream.error();
+        }
+        (*stream)->expire_after(runs_for + api_.timeout());
+        exec_output out;
+        out.out = co_await (*stream)->read_rest(1U << 20U);
+        if ((*stream)->expired()) {
+            co_return relay_error{relay_errc::engine,
+                                  api_.unanswered("no end of an exec in container " + container)};
+        }
+        out.err = (*stream)->stderr_text();
+        out.exit_code = co_await exit_code_of(id);
+        co_return out;
+    }
+
+    docker_api api_;
+    const common_options& options_;
+    std::string helper_on_host_;
+    std::string container_;
+
+    std::string container_id_; // the engine's id: names, unlike ids, are reused by later containers
+    install_record installs_;
+    std::string helper_digest_; // SHA-256 of this build's helper
+    std::string helper_name_;
+    std::string helper_in_container_;
+    installed_copy installed_ = installed_copy::absent; // what resolve() found at helper_in_container_
+    std::string subject_user_;                          // "" when the container runs as root
+    std::string compose_project_;                       // the container's, for the policy sidecar
+    bool supervise_as_root_ = true;
+    bool resolved_ = false;
+};
+
+} // namespace
+
+boost::system::result<std::unique_ptr<backend>, relay_error>
+make_docker_backend(const common_options& options, asio::any_io_executor executor) {
+    auto helper = helper_to_upload(options);
+    if (!helper) {
+        return helper.error();
+    }
+    auto api = docker_api::open(std::move(executor), options.engine,
+                                std::chrono::milliseconds(options.engine_timeout_ms));
+    if (!api) {
+        return api.error();
+    }
+    return std::unique_ptr<backend>(std::make_unique<docker_backend>(std::move(*api), options, *helper));
+}
+
+} // namespace maka_eval::relay

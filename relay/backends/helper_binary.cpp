@@ -1,0 +1,97 @@
+// Finding the helper and naming it by its content (see helper_binary.hpp).
+// clang-format off
+#include "relay/support/boost_process_prelude.hpp" // first: see there
+// clang-format on
+
+#include "relay/backends/helper_binary.hpp"
+
+#include "contracts/digest.hpp"
+
+#include <array>
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include <boost/process/v2/environment.hpp>
+
+namespace maka_eval::relay {
+
+namespace bp = boost::process::v2;
+
+boost::system::result<std::string, relay_error> locate_helper(const std::string& configured) {
+    namespace fs = std::filesystem;
+    using helper_path = boost::system::result<std::string, relay_error>;
+    if (!configured.empty()) {
+        if (::access(configured.c_str(), X_OK) != 0) {
+            return relay_error{relay_errc::environment,
+                               "--helper " + configured + ": " +
+                                   (errno == ENOENT ? "no such file" : "not an executable file")};
+        }
+        return helper_path(boost::system::in_place_value, configured);
+    }
+    if (const auto env = process_env("MAKA_EVAL_HELPER"); env && ::access(env->c_str(), X_OK) == 0) {
+        return helper_path(boost::system::in_place_value, *env);
+    }
+    std::error_code ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    for (const fs::path& candidate :
+         {self.parent_path() / "maka-eval-helper",
+          self.parent_path().parent_path() / "lib" / "maka-eval" / "maka-eval-helper", // installed
+          self.parent_path().parent_path() / "in_container" / "maka-eval-helper"}) {   // build tree
+        if (!ec && ::access(candidate.c_str(), X_OK) == 0) {
+            return helper_path(boost::system::in_place_value, candidate.string());
+        }
+    }
+    const auto found = bp::environment::find_executable("maka-eval-helper");
+    if (!found.empty()) {
+        return helper_path(boost::system::in_place_value, found.string());
+    }
+    return relay_error{relay_errc::environment,
+                       "maka-eval-helper was not found: pass --helper PATH or set MAKA_EVAL_HELPER"};
+}
+
+boost::system::result<std::string, relay_error> helper_to_upload(const common_options& options) {
+    auto helper = locate_helper(options.helper_path);
+    if (!helper) {
+        if (!options.helper_in_container.empty()) {
+            return boost::system::result<std::string, relay_error>(boost::system::in_place_value, "");
+        }
+        return helper.error();
+    }
+    // The file itself, not a symlink to it: uploads (docker cp) copy a symlink as a symlink.
+    std::error_code ec;
+    auto real = std::filesystem::canonical(*helper, ec);
+    return boost::system::result<std::string, relay_error>(boost::system::in_place_value,
+                                                           ec ? *helper : real.string());
+}
+
+boost::system::result<std::string, relay_error> helper_digest(const std::string& path) {
+    // Hashed in chunks: the binary is only held in memory when it must be uploaded.
+    std::ifstream in(path, std::ios::binary);
+    contracts::sha256 digest;
+    std::array<char, 65536> chunk{};
+    std::size_t size = 0;
+    while (in.read(chunk.data(), chunk.size()) || in.gcount() > 0) {
+        digest.update({chunk.data(), static_cast<std::size_t>(in.gcount())});
+        size += static_cast<std::size_t>(in.gcount());
+    }
+    if (size == 0) {
+        return relay_error{relay_errc::environment, "cannot read " + path};
+    }
+    return boost::system::result<std::string, relay_error>(boost::system::in_place_value, digest.hex());
+}
+
+std::string helper_name_of_digest(const std::string& digest) {
+    return "helper-" + digest.substr(0, 16);
+}
+
+boost::system::result<std::string, relay_error> helper_content_name(const std::string& path) {
+    auto digest = helper_digest(path);
+    if (!digest) {
+        return digest.error();
+    }
+    return helper_name_of_digest(*digest);
+}
+
+} // namespace maka_eval::relay

@@ -1,0 +1,31 @@
+// Which maka-eval-helper the relay uses, and the content-addressed name it has inside an environment.
+//
+// A helper found at its content-addressed path in a container is this very build, so it is uploaded once
+// per container, never again: the docker backend keeps it at /.maka-eval/helper-<hash>, the bridge at
+// /.maka-eval-helper-<hash> (a runner's upload cannot create a directory).
+#pragma once
+
+#include "relay/trial/backend.hpp"
+#include "relay/trial/options.hpp"
+
+#include <string>
+#include <string_view>
+
+#include <boost/system/result.hpp>
+
+namespace maka_eval::relay {
+
+// maka-eval-helper for this host: --helper, else beside this binary, else in the build tree, else on PATH.
+[[nodiscard]] boost::system::result<std::string, relay_error> locate_helper(const std::string& configured);
+// For the docker and bridge backends: the helper file to upload, resolved past symlinks; empty when
+// --helper-in-container names one already there and none is found here.
+[[nodiscard]] boost::system::result<std::string, relay_error> helper_to_upload(const common_options& options);
+// The lowercase hex SHA-256 of the helper at `path`: what an installed copy must hash to.
+[[nodiscard]] boost::system::result<std::string, relay_error> helper_digest(const std::string& path);
+// "helper-<first 16 hex digits of its SHA-256>": its name inside a container (docker, bridge).
+[[nodiscard]] boost::system::result<std::string, relay_error> helper_content_name(const std::string& path);
+[[nodiscard]] std::string helper_name_of_digest(const std::string& digest);
+// The directory inside a container that holds it, owned by root.
+inline constexpr std::string_view helper_directory = ".maka-eval";
+
+} // namespace maka_eval::relay

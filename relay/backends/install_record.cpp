@@ -1,0 +1,194 @@
+// The host-side record of helper installs (see install_record.hpp).
+#include "relay/backends/install_record.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+namespace maka_eval::relay {
+namespace {
+
+constexpr auto entry_lifetime = std::chrono::hours(24);
+
+int open_directory(int at, const std::string& path) {
+    int fd = -1;
+    do {
+        fd = ::openat(at, path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    } while (fd < 0 && errno == EINTR);
+    return fd;
+}
+
+// `path`'s directory, made if missing inside a parent that is ours (or root's) and closed to others (or
+// sticky); then checked as it is open: a real directory, ours, no access for group or others. -1 with
+// `why` otherwise.
+int open_private(const std::string& path, std::string& why) {
+    const auto slash = path.rfind('/');
+    const std::string parent = slash == 0 ? "/" : path.substr(0, slash);
+    const std::string name = path.substr(slash + 1);
+    const int parent_fd = open_directory(AT_FDCWD, parent);
+    struct stat info {};
+    if (parent_fd < 0 || ::fstat(parent_fd, &info) != 0) {
+        why = parent + ": " + std::strerror(errno);
+        if (parent_fd >= 0) {
+            ::close(parent_fd);
+        }
+        return -1;
+    }
+    const bool parent_ours = info.st_uid == ::geteuid() || info.st_uid == 0;
+    const bool parent_closed = (info.st_mode & (S_IWGRP | S_IWOTH)) == 0 || (info.st_mode & S_ISVTX) != 0;
+    if (!parent_ours || !parent_closed) {
+        ::close(parent_fd);
+        why = parent + " is owned by uid " + std::to_string(info.st_uid) +
+              (parent_ours ? " and open to others" : ", not by us") + " (its owner could swap what is in it)";
+        return -1;
+    }
+    (void)::mkdirat(parent_fd, name.c_str(), 0700);
+    const int fd = open_directory(parent_fd, name);
+    const int error = errno;
+    ::close(parent_fd);
+    if (fd < 0) {
+        why = path + ": " +
+              (error == ELOOP || error == ENOTDIR ? "a symbolic link or not a directory"
+                                                  : std::string(std::strerror(error)));
+        return -1;
+    }
+    if (::fstat(fd, &info) != 0 || info.st_uid != ::geteuid() || (info.st_mode & 077) != 0) {
+        ::close(fd);
+        why = path + " is not a directory of ours closed to others";
+        return -1;
+    }
+    return fd;
+}
+
+std::string usual_directory() {
+    const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+    return runtime != nullptr && runtime[0] == '/' ? std::string(runtime) + "/maka-eval-relay"
+                                                   : "/tmp/maka-eval-relay-" + std::to_string(::geteuid());
+}
+
+// Names come from the engine (a container id) and from our own hash: anything else is not a file name.
+bool plain_name(std::string_view text) {
+    if (text.empty() || text.size() > 128) {
+        return false;
+    }
+    for (const char c : text) {
+        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                        c == '-' || c == '_' || c == '.';
+        if (!ok) {
+            return false;
+        }
+    }
+    return text.front() != '.';
+}
+
+std::string entry_name(std::string_view container_id, std::string_view helper) {
+    return std::string(container_id) + "+" + std::string(helper);
+}
+
+// The directory's entries (names only), read through a duplicate of the descriptor.
+std::vector<std::string> entries_of(int directory) {
+    std::vector<std::string> out;
+    const int copy = ::fcntl(directory, F_DUPFD_CLOEXEC, 0);
+    DIR* listing = copy >= 0 ? ::fdopendir(copy) : nullptr;
+    if (listing == nullptr) {
+        if (copy >= 0) {
+            ::close(copy);
+        }
+        return out;
+    }
+    ::rewinddir(listing);
+    while (const dirent* e = ::readdir(listing)) {
+        const std::string_view name(e->d_name);
+        if (name != "." && name != "..") {
+            out.emplace_back(name);
+        }
+    }
+    ::closedir(listing);
+    return out;
+}
+
+} // namespace
+
+install_record::install_record(std::optional<std::string> directory) {
+    const std::string path = directory ? *directory : usual_directory();
+    directory_ = open_private(path, unused_because_);
+    if (directory_ < 0 && !directory && path != "/tmp/maka-eval-relay-" + std::to_string(::geteuid())) {
+        // XDG_RUNTIME_DIR another user's (root after `su` without `-`): the private place in /tmp instead.
+        std::string second_reason;
+        directory_ = open_private("/tmp/maka-eval-relay-" + std::to_string(::geteuid()), second_reason);
+        if (directory_ >= 0) {
+            unused_because_.clear();
+        } else {
+            unused_because_ += "; " + second_reason;
+        }
+    }
+}
+
+install_record::install_record(install_record&& other) noexcept
+    : directory_(other.directory_), unused_because_(std::move(other.unused_because_)) {
+    other.directory_ = -1;
+}
+
+install_record::~install_record() {
+    if (directory_ >= 0) {
+        ::close(directory_);
+    }
+}
+
+bool install_record::contains(std::string_view container_id, std::string_view helper) const {
+    if (directory_ < 0 || !plain_name(container_id) || !plain_name(helper)) {
+        return false;
+    }
+    struct stat info {};
+    return ::fstatat(directory_, entry_name(container_id, helper).c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 &&
+           S_ISREG(info.st_mode);
+}
+
+bool install_record::knows(std::string_view container_id) const {
+    if (directory_ < 0 || !plain_name(container_id)) {
+        return false;
+    }
+    const std::string prefix = std::string(container_id) + "+";
+    return std::ranges::any_of(entries_of(directory_),
+                               [&prefix](const std::string& name) { return name.starts_with(prefix); });
+}
+
+void install_record::add(std::string_view container_id, std::string_view helper) const {
+    if (directory_ < 0 || !plain_name(container_id) || !plain_name(helper)) {
+        return;
+    }
+    const auto now = std::chrono::system_clock::now();
+    for (const auto& name : entries_of(directory_)) {
+        struct stat info {};
+        if (::fstatat(directory_, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 &&
+            now - std::chrono::system_clock::from_time_t(info.st_mtime) > entry_lifetime) {
+            (void)::unlinkat(directory_, name.c_str(), 0);
+        }
+    }
+    const int fd = ::openat(directory_, entry_name(container_id, helper).c_str(),
+                            O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+        ::close(fd);
+    }
+}
+
+void install_record::forget(std::string_view container_id) const {
+    if (directory_ < 0 || !plain_name(container_id)) {
+        return;
+    }
+    const std::string prefix = std::string(container_id) + "+";
+    for (const auto& name : entries_of(directory_)) {
+        if (name.starts_with(prefix)) {
+            (void)::unlinkat(directory_, name.c_str(), 0);
+        }
+    }
+}
+
+} // namespace maka_eval::relay

@@ -1,0 +1,92 @@
+// How the relay reaches the environment the subject runs in.
+//
+// One interface for every backend: an interactive helper session (stdin/stdout, with stdin's EOF as the
+// helper's dead-man switch), a helper subcommand as root (pin-proxy), the policy sidecar's network
+// namespace, paths inside the environment, and destroy as the last resort. `local` runs the helper as a
+// child of the relay on this host; `docker` and `bridge` implement the same calls through the Engine API
+// and the trial runner's environment object (relay/backends/, which the trial does not depend on).
+#pragma once
+
+#include "relay/trial/options.hpp"
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/system/result.hpp>
+
+namespace maka_eval::relay {
+
+namespace asio = boost::asio;
+
+struct exec_output {
+    int exit_code = -1;
+    std::string out;
+    std::string err;
+};
+
+class helper_session {
+  public:
+    virtual ~helper_session() = default;
+    // Writes one line (ending in "\n"); false when the helper's stdin is gone.
+    virtual asio::awaitable<bool> send(std::string line) = 0;
+    // The next stdout line, without "\n"; nullopt at EOF, on error, or past the session line limit.
+    virtual asio::awaitable<std::optional<std::string>> receive() = 0;
+    // EOF on the helper's stdin: it settles a running subject and exits.
+    virtual void close_input() = 0;
+    // Ends the helper at once (destroy path).
+    virtual void kill() = 0;
+};
+
+// After the helper vanished without a report: what became of the subject.
+enum class recovery {
+    settled,          // a fresh cancel stopped what was left (or nothing was left)
+    environment_gone, // the environment no longer runs (killed from outside): nothing to stop
+    out_of_memory,    // the environment no longer runs, and its engine says the kernel killed it for memory
+    failed,           // could not be settled: destroy is what remains
+};
+
+class backend {
+  public:
+    virtual ~backend() = default;
+    [[nodiscard]] virtual std::string describe() const = 0;
+    virtual asio::awaitable<boost::system::result<std::unique_ptr<helper_session>, relay_error>>
+    open_session() = 0;
+    // `runs_for`: how long the command itself may take (a cancel's grace); the backend's own deadlines for
+    // reaching the environment come on top.
+    virtual asio::awaitable<boost::system::result<exec_output, relay_error>>
+    run_helper_as_root(std::vector<std::string> args, std::chrono::milliseconds runs_for) = 0;
+    // `readlink /proc/self/ns/net` as seen by the service that applies the egress policy.
+    virtual asio::awaitable<boost::system::result<std::string, relay_error>>
+    policy_namespace(std::string sidecar) = 0;
+    // Last resort when settling failed: stop everything of this trial (local: the helper and the subject's
+    // process group; docker: kill and remove the container). Bounded by `budget`.
+    virtual asio::awaitable<void> destroy(std::optional<int> subject_pgid,
+                                          std::chrono::milliseconds budget) = 0;
+    // The helper vanished (killed, or its exec ended) while the subject ran: settle the scope recorded at
+    // `scope` without it, within `budget`.
+    virtual asio::awaitable<recovery> recover(std::optional<int> subject_pgid, std::string scope,
+                                              std::chrono::milliseconds budget) = 0;
+    [[nodiscard]] virtual std::string scope_path(const std::string& name) const = 0;
+    [[nodiscard]] virtual std::string artifacts_dir() const = 0;
+    // Engine API calls made so far, where there is an engine (the benchmark reports it per trial).
+    [[nodiscard]] virtual std::optional<unsigned> engine_calls() const { return std::nullopt; }
+    // True for the local backend: the "environment" is this host, shared with everything else on it.
+    [[nodiscard]] virtual bool is_host() const { return false; }
+    // Whether the helper's messages arrive while the subject runs (a live session), so that its output can
+    // be followed; false on the bridge, whose runner returns an exec's output only when it ends.
+    [[nodiscard]] virtual bool streams_live() const { return true; }
+    // The trial is over: calls still in flight on its behalf (a cancel the runner has not answered) are
+    // given up at once, so that nothing holds the relay past the teardown budget.
+    virtual void abandon_pending() {}
+
+  protected:
+    // `maka-eval-helper cancel` through run_helper_as_root: the settle of a scope whose supervisor is gone.
+    asio::awaitable<recovery> cancel_as_root(std::string scope, std::chrono::milliseconds budget);
+};
+
+} // namespace maka_eval::relay

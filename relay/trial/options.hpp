@@ -1,0 +1,101 @@
+// The relay's command line and environment: `connect` (production) and `run` (manual debugging).
+//
+// Secrets never come from argv: the relay token comes from MAKA_EVAL_RELAY_TOKEN or a 0600 --token-file,
+// `run --credential NAME` takes the value from the relay's own environment. Egress settings come from
+// MAKA_EVAL_EGRESS_REQUIRED and MAKA_EVAL_EGRESS_ALLOWED_HOST, as for the original.
+#pragma once
+
+#include "contracts/limits.hpp"
+#include "contracts/orchestrator_messages.hpp"
+#include "policy/egress_gate.hpp"
+#include "relay/engine/engine_endpoint.hpp"
+#include "relay/support/error.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/system/result.hpp>
+
+namespace maka_eval::relay {
+
+enum class log_format { text, json };
+
+// Where the subject runs (--env): here, in a Docker container, or in the trial runner's environment.
+enum class backend_kind { local, docker, bridge };
+
+struct common_options {
+    backend_kind backend = backend_kind::local;
+    std::string container;   // docker: the container (name or id) of --env docker:CONTAINER
+    std::string helper_path; // empty: next to the relay binary, then the build tree, then PATH
+    std::string work_dir;    // local backend: where scope and artifacts go (empty: a new temp dir)
+    std::string cwd;         // the subject's working directory (empty: the environment's own default)
+    std::uint32_t term_grace_ms = 20000;
+    std::uint32_t kill_grace_ms = 10000;
+    std::int64_t teardown_timeout_ms = 110000;
+    // docker: how long one engine request (or an exec's first answer) may go unanswered before it fails.
+    std::uint32_t engine_timeout_ms = 30000;
+    log_format log = log_format::text;
+    bool quiet = false;
+    bool egress_required = false;           // MAKA_EVAL_EGRESS_REQUIRED == "1"
+    std::optional<std::string> egress_host; // MAKA_EVAL_EGRESS_ALLOWED_HOST
+    std::string policy_sidecar{policy::default_policy_service};
+    std::string compose_project;            // docker: find the container by compose labels instead
+    std::string compose_service = "main";   // docker: with --compose-project
+    std::optional<std::string> docker_host; // docker: --docker-host, over DOCKER_HOST
+    engine_endpoint engine;                 // docker: where the engine is, from the above and the environment
+    std::string helper_in_container;        // docker, bridge: the helper is already there (no upload)
+    int bridge_fd = -1;                     // bridge: the adapter's socket, inherited
+    bool bridge_switches_user = false;      // bridge: the runner's exec honours user= (root steps possible)
+    bool bridge_fresh = false;              // bridge: no trial ran in this environment yet (install first)
+    std::string user;                       // docker, local as root: the subject's user (docker exec -u)
+    std::uint64_t artifact_limit = contracts::default_artifact_limit_bytes; // per artifact, on disk
+    bool keep_leftovers = false; // do not stop what earlier trials' subjects left running
+    // --mask NAME: variables whose values are masked out of the subject's output like credentials' values.
+    std::vector<std::string> mask;
+    // The task's own environment (Harbor's _persistent_env), from --task-env-fd: under `execute`'s.
+    contracts::variables task_environment;
+};
+
+struct connect_options {
+    common_options common;
+    std::string host;
+    std::uint16_t port = 0;
+    std::string token; // from the environment or --token-file
+    std::string instruction;
+};
+
+struct run_options {
+    common_options common;
+    bool json = false;
+    std::optional<bool> follow;     // --follow / --no-follow; unset: when stdout is a terminal and not --json
+    bool exit_with_subject = false; // --exit-with-subject: a completed trial exits with the subject's code
+    bool remove_work_dir = false;   // --rm: the local backend's own work directory goes after the trial
+    bool capture_stdout = true;
+    contracts::variables environment;
+    contracts::variables credentials;
+    std::vector<std::string> argv;
+    std::string instruction = "manual run";
+};
+
+[[nodiscard]] std::optional<std::string> process_env(const char* name);
+
+[[nodiscard]] boost::system::result<connect_options, relay_error>
+parse_connect(std::span<const std::string_view> args, env_lookup env = &process_env);
+[[nodiscard]] boost::system::result<run_options, relay_error>
+parse_run(std::span<const std::string_view> args, env_lookup env = &process_env);
+
+// The original's rule: a positive integer, else "Maka Eval teardown timeout is invalid".
+[[nodiscard]] std::optional<std::int64_t> parse_teardown_timeout(std::string_view text);
+
+// Reads a secret file: a regular file owned by us and not accessible to group or others.
+[[nodiscard]] boost::system::result<std::string, relay_error> read_secret_file(const std::string& path);
+
+[[nodiscard]] std::string_view usage_text();
+// `run --help` / `connect --help`: that command's usage and the options it takes.
+[[nodiscard]] std::string command_usage_text(std::string_view command);
+
+} // namespace maka_eval::relay

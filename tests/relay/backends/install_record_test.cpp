@@ -1,0 +1,96 @@
+// The host-side record of helper installs: found again, forgotten with its container, and never kept in a
+// directory others could plant entries in.
+#include "relay/backends/install_record.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <doctest/doctest.h>
+
+namespace {
+
+namespace fs = std::filesystem;
+using maka_eval::relay::install_record;
+
+struct scratch_dir {
+    fs::path path = fs::temp_directory_path() / ("install-record-" + std::to_string(::getpid()));
+    scratch_dir() {
+        fs::remove_all(path);
+        fs::create_directories(path);
+    }
+    ~scratch_dir() { fs::remove_all(path); }
+    scratch_dir(const scratch_dir&) = delete;
+    scratch_dir& operator=(const scratch_dir&) = delete;
+};
+
+TEST_CASE("an install is found again for that container and helper only, and forgotten with the container") {
+    scratch_dir dir;
+    const install_record record((dir.path / "r").string());
+    CHECK_FALSE(record.contains("abc123", "maka-eval-helper-1"));
+    record.add("abc123", "maka-eval-helper-1");
+    CHECK(record.contains("abc123", "maka-eval-helper-1"));
+    CHECK_FALSE(record.contains("abc123", "maka-eval-helper-2")); // another build of the helper
+    CHECK_FALSE(record.contains("def456", "maka-eval-helper-1"));
+    // Some helper went into abc123 (an earlier trial ran there), none into def456.
+    CHECK(record.knows("abc123"));
+    CHECK_FALSE(record.knows("def456"));
+    CHECK_FALSE(record.knows("abc12"));
+    CHECK((fs::status(dir.path / "r").permissions() & fs::perms::all) == fs::perms::owner_all);
+    record.forget("abc123");
+    CHECK_FALSE(record.contains("abc123", "maka-eval-helper-1"));
+    CHECK_FALSE(record.knows("abc123"));
+}
+
+TEST_CASE("names that are not plain words are never paths, and a shared directory is not used") {
+    scratch_dir dir;
+    const install_record record((dir.path / "r").string());
+    record.add("../escape", "h");
+    record.add("id", "../../h");
+    CHECK_FALSE(record.contains("../escape", "h"));
+    CHECK(fs::is_empty(dir.path / "r"));
+    // A directory others may write into (or a symbolic link to one) could hold planted entries.
+    fs::create_directories(dir.path / "open");
+    ::chmod((dir.path / "open").c_str(), 0777);
+    const install_record open((dir.path / "open").string());
+    open.add("abc", "h");
+    CHECK_FALSE(open.contains("abc", "h"));
+    fs::create_directory_symlink(dir.path / "r", dir.path / "link");
+    const install_record linked((dir.path / "link").string());
+    linked.add("abc", "h");
+    CHECK_FALSE(linked.contains("abc", "h"));
+}
+
+TEST_CASE("the record's directory is held once opened: swapped for a link, nothing is created or deleted "
+          "through it") {
+    scratch_dir dir;
+    const install_record record((dir.path / "r").string());
+    record.add("abc", "h");
+    fs::create_directories(dir.path / "elsewhere");
+    std::ofstream(dir.path / "elsewhere" / "abc+h") << "";
+    fs::rename(dir.path / "r", dir.path / "moved");
+    fs::create_directory_symlink(dir.path / "elsewhere", dir.path / "r");
+    record.forget("abc");
+    CHECK(fs::exists(dir.path / "elsewhere" / "abc+h"));   // not deleted through the link
+    CHECK_FALSE(fs::exists(dir.path / "moved" / "abc+h")); // the real one
+    record.add("def", "h");
+    CHECK_FALSE(fs::exists(dir.path / "elsewhere" / "def+h"));
+    CHECK(fs::exists(dir.path / "moved" / "def+h"));
+}
+
+TEST_CASE("a parent directory of another user's is not used, and the reason is kept to be said") {
+    INFO("needs root, to make a directory another user owns (the test command runs as root)");
+    REQUIRE(::geteuid() == 0);
+    scratch_dir dir;
+    fs::create_directories(dir.path / "theirs");
+    REQUIRE(::chown((dir.path / "theirs").c_str(), 1000, 1000) == 0);
+    ::chmod((dir.path / "theirs").c_str(), 0700);
+    const install_record record((dir.path / "theirs" / "maka-eval-relay").string());
+    record.add("abc", "h");
+    CHECK_FALSE(record.contains("abc", "h"));
+    CHECK_FALSE(fs::exists(dir.path / "theirs" / "maka-eval-relay"));
+    CHECK(record.unused_because().find("is owned by uid 1000, not by us") != std::string::npos);
+}
+
+} // namespace
