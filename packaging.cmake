@@ -9,6 +9,7 @@ install(DIRECTORY contracts/schema/ DESTINATION share/maka-eval/schema FILES_MAT
 install(DIRECTORY relay/harbor/maka_eval_relay DESTINATION share/maka-eval/harbor
         FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
 install(FILES README.md DESTINATION share/doc/maka-eval-relay)
+install(DIRECTORY docs/ DESTINATION share/doc/maka-eval-relay/docs)
 
 set(CPACK_PACKAGE_NAME maka-eval-relay)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})

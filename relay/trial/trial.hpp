@@ -1,4 +1,4 @@
-// One trial, as the original relay runs it (README.md, "Protocol and behaviour"), on one Asio thread.
+// One trial, as the original relay runs it (docs/protocol.md), on one Asio thread.
 //
 // connect → helper session and `hello` (cwd) → egress gate → `ready` → `execute` (validated in the
 // original's order) → `run` to the helper → the first of: the subject's report, a control line or EOF from

@@ -334,7 +334,7 @@ TEST_CASE("environment and credentials reach the subject, no credential in argv,
     CHECK(c.exec(find_canary).out.empty());
 }
 
-// Artifacts you can trust (README, security): masked, the helper's own files, with a receipt.
+// Artifacts you can trust (docs/security.md): masked, the helper's own files, with a receipt.
 
 // The receipt in container `c`, each entry checked against the file it names.
 boost::json::array checked_receipt(const container& c) {
@@ -660,9 +660,9 @@ TEST_CASE("a SIGKILLed relay leaves nothing running: the helper settles on stdin
     killed_relay_leaves_nothing(c, base_env(), 3615);
 }
 
-// The teardown budget on the engine (README, cancellation): a 10 s budget, which an orchestrator may well
-// give, with the default 20 s TERM and 10 s KILL graces: they are fitted inside it, the subject is settled,
-// nothing is destroyed, and the relay is done within the budget.
+// The teardown budget on the engine (docs/running.md, "The teardown budget is a promise"): a 10 s budget,
+// which an orchestrator may well give, with the default 20 s TERM and 10 s KILL graces: they are fitted
+// inside it, the subject is settled, nothing is destroyed, and the relay is done within the budget.
 
 // The processes the engine counts in a container.
 int container_pids(const container& c) {
@@ -798,7 +798,7 @@ TEST_CASE("errors name the problem: a missing container, a paused one") {
     (void)docker({"unpause", c.name});
 }
 
-// The subject is hostile (README, security): what it can and cannot do to its supervisor and to later trials.
+// The subject is hostile (docs/security.md): what it can and cannot do to its supervisor and to later trials.
 
 TEST_CASE("security: a uid-1000 subject can neither kill nor stop its root supervisor, nor read it") {
     require_engine();

@@ -1,5 +1,5 @@
 // Credential values masked out of the artifacts and the live output, as the supervisor writes them, and the
-// receipt that vouches for the files (README, security).
+// receipt that vouches for the files (docs/security.md).
 #include "contracts/digest.hpp"
 #include "contracts/receipt.hpp"
 #include "contracts/wire_json.hpp"

@@ -1,6 +1,6 @@
 // maka-eval-relay `connect` on the local backend against the scriptable loopback orchestrator, both as real
-// processes over real TCP: the original's observable behaviour on every path of the protocol (README.md,
-// "Protocol and behaviour").
+// processes over real TCP: the original's observable behaviour on every path of the protocol
+// (docs/protocol.md).
 #include "contracts/digest.hpp"
 #include "contracts/wire_json.hpp"
 #include "in_container/fixture.hpp"
