@@ -16,9 +16,13 @@ namespace maka_eval::in_container {
 bool write_all(int fd, std::string_view data) {
     while (!data.empty()) {
         const ssize_t written = ::write(fd, data.data(), data.size());
-        if (written < 0) {
-            if (errno == EINTR) {
-                continue;
+        if (written < 0 && errno == EINTR) {
+            continue;
+        }
+        if (written <= 0) {
+            // A write that takes nothing would loop for ever: a failure, as relay/support/posix_io's is.
+            if (written == 0) {
+                errno = EIO;
             }
             return false;
         }

@@ -17,6 +17,10 @@ bool write_all(int fd, std::string_view data) {
             continue;
         }
         if (wrote <= 0) {
+            // A write that takes nothing would loop for ever: a failure, as in_container/io's is.
+            if (wrote == 0) {
+                errno = EIO;
+            }
             return false;
         }
         data.remove_prefix(static_cast<std::size_t>(wrote));
