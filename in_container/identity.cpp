@@ -2,7 +2,9 @@
 #include "in_container/identity.hpp"
 
 #include "in_container/io.hpp"
+#include "policy/capabilities.hpp"
 
+#include <cstdint>
 #include <cstdlib>
 #include <grp.h>
 #include <unistd.h>
@@ -13,13 +15,15 @@ namespace {
 // CAP_SETGID (6) and CAP_SETUID (7) in our effective set: a root without them cannot drop to another user.
 bool may_switch_identity() {
     const auto status = read_file("/proc/self/status", 1 << 16).value_or(std::string());
-    const auto at = status.find("CapEff:");
-    if (at == std::string::npos) {
-        return false;
+    // The same reading of the capability sets as the egress gate's.
+    for (const auto& [name, value] : policy::parse_status(status)) {
+        if (name == "CapEff") {
+            constexpr std::uint64_t needed = (std::uint64_t{1} << 6U) | (std::uint64_t{1} << 7U);
+            const auto effective = policy::parse_hex(value);
+            return effective && (*effective & needed) == needed;
+        }
     }
-    const auto effective = std::strtoull(status.c_str() + at + 7, nullptr, 16);
-    constexpr unsigned long long needed = (1ULL << 6U) | (1ULL << 7U);
-    return (effective & needed) == needed;
+    return false;
 }
 
 } // namespace
