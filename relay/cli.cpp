@@ -66,7 +66,7 @@ trial_outcome drive(boost::asio::io_context& context, const trial_config& config
                                   log.error("internal error: " + exception_text(error));
                                   return;
                               }
-                              result = outcome; // its error or cancellation is logged by the trial
+                              result = std::move(outcome); // its error or cancellation is logged by the trial
                           });
     context.run();
     return result;
