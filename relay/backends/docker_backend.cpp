@@ -67,9 +67,10 @@ class docker_backend final : public backend {
     std::optional<unsigned> engine_calls() const override { return api_.calls(); }
 
     // Three engine calls on every trial (inspect, exec create, exec start), the first in a container too:
-    // there (the install record says so) the session exec is a root shell that takes the helper on its
-    // stdin, installs it and becomes it — the engine's archive upload costs about a bare exec by itself.
-    // An image without /bin/sh and `head` falls back to that upload; so does a record that was wrong.
+    // there (nothing at the helper's path, and the install record knows of no trial) the session exec is a
+    // root shell that takes the helper on its stdin, installs it and becomes it — the engine's archive
+    // upload costs about a bare exec by itself. An image without /bin/sh and `head` falls back to that
+    // upload; so does a helper resolve() did not find to be this build's where a trial has run.
     asio::awaitable<boost::system::result<std::unique_ptr<helper_session>, relay_error>>
     open_session() override {
         auto resolved = co_await resolve();
@@ -85,9 +86,9 @@ class docker_backend final : public backend {
         }
         bool installed = false; // by us, in this call
         // The cold install runs the container's own /bin/sh and head: only where no trial has run yet. Where
-        // one has, a root subject may have changed them, or the helper itself (resolve() downloaded what is
-        // at its path and compared it with this build): anything but this build's helper is replaced through
-        // the engine, which writes it from outside, before anything of the container runs as root.
+        // one has, a root subject may have changed them, or the helper itself (resolve() compared what is at
+        // its path with this build, from outside the container): anything but this build's helper is
+        // replaced through the engine, which writes it from outside, before anything there runs as root.
         const bool trial_ran_here = installed_ != installed_copy::genuine && installs_.knows(container_id_);
         bool stream_install = ours && installed_ == installed_copy::absent && !trial_ran_here;
         if (ours && installed_ != installed_copy::genuine && !stream_install) {
@@ -158,7 +159,7 @@ class docker_backend final : public backend {
                                            contracts::failure{});
             const bool answered = hello && (std::holds_alternative<contracts::hello_message>(*hello) ||
                                             std::holds_alternative<contracts::error_message>(*hello));
-            if (answered && ours && !(installed_ == installed_copy::genuine && !installed)) {
+            if (answered && (installed || streaming)) {
                 installs_.add(container_id_, helper_name_); // the helper went in: a trial runs here
             }
             if (hello && std::holds_alternative<contracts::hello_message>(*hello)) {
