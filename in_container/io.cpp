@@ -73,11 +73,19 @@ std::optional<std::string> move_aside(int directory, const std::string& name) {
     return aside;
 }
 
-int open_directory_creating(const std::string& path, unsigned mode) {
+int open_directory_creating(const std::string& path, unsigned mode, std::string* failed_at) {
     // One component at a time from / (or the working directory), each opened without following a link:
     // a symlink anywhere on the way (a /logs a subject pointed elsewhere) is refused, never followed.
     int directory = open_retry(path.starts_with("/") ? "/" : ".", O_PATH | O_DIRECTORY);
     std::size_t begin = 0;
+    const auto fail = [&](std::size_t end, int error) {
+        if (failed_at != nullptr) {
+            *failed_at = path.substr(0, end);
+        }
+        ::close(directory);
+        errno = error;
+        return -1;
+    };
     while (directory >= 0 && begin < path.size()) {
         const auto end = path.find('/', begin);
         const std::string name =
@@ -87,15 +95,17 @@ int open_directory_creating(const std::string& path, unsigned mode) {
             continue;
         }
         if (::mkdirat(directory, name.c_str(), static_cast<mode_t>(mode)) != 0 && errno != EEXIST) {
-            const int error = errno;
-            ::close(directory);
-            errno = error;
-            return -1;
+            return fail(end, errno);
         }
         const int next = open_retry(name, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0, directory);
-        const int error = errno;
+        if (next < 0) {
+            // Said as what it is: a link (whatever it points at) or something that is not a directory.
+            struct stat info {};
+            const bool link =
+                ::fstatat(directory, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(info.st_mode);
+            return fail(end, link ? ELOOP : errno);
+        }
         ::close(directory);
-        errno = error;
         directory = next;
     }
     return directory;

@@ -20,8 +20,9 @@ std::optional<std::string> read_file(const std::string& path, std::size_t limit)
 int open_retry(const std::string& path, int flags, unsigned mode = 0, int directory = AT_FDCWD);
 // The directory at `path` as it exists when it is a real directory (whoever owns it), its missing components
 // created with `mode` (the original created /logs/artifacts 0700); never through a symbolic link, at any
-// component. An O_PATH descriptor, or -1 with errno (ELOOP or ENOTDIR for a link on the way).
-int open_directory_creating(const std::string& path, unsigned mode);
+// component. An O_PATH descriptor, or -1 with errno (ELOOP when the component at fault is a symbolic link)
+// and, in `failed_at`, the path up to that component.
+int open_directory_creating(const std::string& path, unsigned mode, std::string* failed_at = nullptr);
 // A name nobody else picks (our pid and the time), for entries only root writes beside.
 [[nodiscard]] std::string unique_suffix();
 // Renames the entry `name` in `directory` to NAME.in-the-way-SUFFIX (a directory someone planted where a

@@ -45,4 +45,18 @@ bool publish_scope(int directory, const std::string& name, const scope_record& r
     return ::close(fd) == 0 && ok;
 }
 
+boost::system::result<scope_place, std::string> open_scope_place(const std::string& path) {
+    const auto slash = path.rfind('/');
+    const std::string directory = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    scope_place place;
+    place.name = slash == std::string::npos ? path : path.substr(slash + 1);
+    std::string failed_at;
+    place.directory = open_directory_creating(directory, 0755, &failed_at);
+    if (place.directory < 0 && errno == ELOOP) {
+        return "the scope record's directory " + directory + " is reached through a symbolic link (" +
+               failed_at + "): nothing is written there";
+    }
+    return place;
+}
+
 } // namespace maka_eval::in_container

@@ -11,6 +11,8 @@
 #include <string>
 #include <sys/types.h>
 
+#include <boost/system/result.hpp>
+
 namespace maka_eval::in_container {
 
 struct scope_record {
@@ -26,5 +28,16 @@ struct scope_record {
 // without following links): whatever is at the name (a stale record, a FIFO or a link someone planted) is
 // removed, never opened, and a directory is moved aside. False (errno set) on any failure.
 [[nodiscard]] bool publish_scope(int directory, const std::string& name, const scope_record& record);
+
+// Where the record at `path` goes: its directory, opened once (made 0755 as /logs/artifacts is, when the
+// image has no /logs) and never through a symbolic link, and the record's name in it; the record is made
+// and removed relative to that descriptor (the caller closes it). A directory reached through a link (a
+// /logs/agent an earlier subject pointed elsewhere) is refused naming the link; for any other failure
+// `directory` is -1 and the supervisor gives the original's answer (exit 111).
+struct scope_place {
+    int directory = -1;
+    std::string name;
+};
+[[nodiscard]] boost::system::result<scope_place, std::string> open_scope_place(const std::string& path);
 
 } // namespace maka_eval::in_container

@@ -1,38 +1,37 @@
-// The supervisor's poll loop and settle state machine (see supervisor.hpp).
+// The supervisor's poll loop and settle state machine (see supervisor.hpp). Its parts live beside it: the
+// captured output (captured_stream), the artifacts and their receipt (trial_artifacts), the drainer
+// (background_drainer), the process tree it signals (subject_tree) and the usage it measures (usage_meter).
 #include "in_container/supervisor.hpp"
 
 #include "contracts/limits.hpp"
 #include "contracts/proc_status.hpp"
-#include "contracts/receipt.hpp"
 #include "contracts/result_frame.hpp"
 #include "contracts/secret.hpp"
 #include "contracts/secret_mask.hpp"
-#include "contracts/utf8.hpp"
-#include "contracts/wire_json.hpp"
-#include "in_container/artifact_store.hpp"
+#include "in_container/background_drainer.hpp"
+#include "in_container/captured_stream.hpp"
 #include "in_container/follow_output.hpp"
 #include "in_container/identity.hpp"
 #include "in_container/io.hpp"
 #include "in_container/oom_score.hpp"
-#include "in_container/process_table.hpp"
 #include "in_container/root_state.hpp"
+#include "in_container/scope_file.hpp"
 #include "in_container/signals.hpp"
 #include "in_container/spawn.hpp"
+#include "in_container/subject_tree.hpp"
+#include "in_container/trial_artifacts.hpp"
+#include "in_container/usage_meter.hpp"
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
 #include <optional>
 #include <poll.h>
-#include <set>
 #include <stdexcept>
 #include <sys/prctl.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -54,117 +53,12 @@ std::string signal_name(int sig) {
     return abbrev != nullptr ? abbrev : std::to_string(sig);
 }
 
-struct output_stream {
-    int fd = -1;       // our read end; -1 once closed
-    int artifact = -1; // the artifact file
-    std::string path;
-    contracts::sha256 digest;      // of everything the subject wrote (the report's)
-    contracts::sha256 file_digest; // of what went to disk, masked (the receipt's)
-    std::uint64_t bytes = 0;       // everything the subject wrote
-    std::uint64_t written = 0;     // what went to disk: at most the artifact limit
-    std::uint64_t limit = contracts::default_artifact_limit_bytes;
-    bool artifact_failed = false;
-    int write_error = 0;                            // errno of the write the disk refused
-    bool cut = false;                               // a byte was dropped at the limit (said once in the log)
-    std::optional<contracts::secret_masker> masker; // nullopt: nothing to mask
-    std::string masked;                             // the masker's output for the current chunk
-    std::string tail;                               // the last bytes kept (up to twice stderr_tail_bytes)
-
-    // The subject's bytes, masked, kept; `shown` is what was kept (for the live output). False only when
-    // the file cannot be written.
-    bool pass(std::string_view chunk, std::string_view& shown) {
-        if (!masker) {
-            shown = chunk;
-            return keep(chunk);
-        }
-        masked.clear();
-        masker->feed(chunk, masked);
-        shown = masked;
-        return keep(masked);
-    }
-    // The stream ended: what the masker held back.
-    bool finish(std::string_view& shown) {
-        shown = {};
-        if (!masker) {
-            return true;
-        }
-        masked.clear();
-        masker->finish(masked);
-        shown = masked;
-        return keep(masked);
-    }
-    // Keeps what fits under the limit; false only when the file cannot be written.
-    bool keep(std::string_view chunk) {
-        if (artifact_failed) {
-            return true;
-        }
-        const auto room = static_cast<std::size_t>(std::min<std::uint64_t>(limit - written, chunk.size()));
-        if (room > 0 && !write_all(artifact, chunk.substr(0, room))) {
-            artifact_failed = true;
-            write_error = errno;
-            // Part of it may be on disk (a full disk takes what fits): the receipt describes the file as it
-            // is.
-            struct stat info {};
-            if (::fstat(artifact, &info) == 0 && static_cast<std::uint64_t>(info.st_size) > written &&
-                static_cast<std::uint64_t>(info.st_size) - written <= room) {
-                const auto partial =
-                    static_cast<std::size_t>(static_cast<std::uint64_t>(info.st_size) - written);
-                file_digest.update(chunk.substr(0, partial));
-                written += partial;
-            }
-            return false;
-        }
-        file_digest.update(chunk.substr(0, room));
-        written += room;
-        // The end of what was kept, for the report (bounded: trimmed when it has grown to twice the tail).
-        tail.append(
-            chunk.substr(room > contracts::stderr_tail_bytes ? room - contracts::stderr_tail_bytes : 0,
-                         std::min(room, contracts::stderr_tail_bytes)));
-        if (tail.size() > 2 * contracts::stderr_tail_bytes) {
-            tail.erase(0, tail.size() - contracts::stderr_tail_bytes);
-        }
-        if (room < chunk.size() && !cut) {
-            cut = true;
-            log_line(path + " reached its limit of " + std::to_string(limit) +
-                     " bytes: the rest is counted and hashed, not kept");
-        }
-        return true;
-    }
-    [[nodiscard]] contracts::artifact_summary summary() {
-        contracts::artifact_summary out{path, bytes, digest.hex()};
-        out.written = written;
-        out.truncated = cut; // some byte was dropped at the limit
-        out.masked = masker ? masker->masked() : 0;
-        return out;
-    }
-};
-
-// The first component of `path` that is a symbolic link, as a path; nullopt when none is.
-std::optional<std::string> first_link_on(const std::string& path) {
-    for (auto end = path.find('/', 1);; end = path.find('/', end + 1)) {
-        const std::string prefix = path.substr(0, end);
-        struct stat info {};
-        if (::lstat(prefix.c_str(), &info) == 0 && S_ISLNK(info.st_mode)) {
-            return prefix;
-        }
-        if (end == std::string::npos) {
-            return std::nullopt;
-        }
-    }
-}
-
 class supervision {
   public:
     supervision(run_request& request, const supervisor_io& io) : request_(request), io_(io) {}
     ~supervision() {
-        for (auto* s : {&out_, &err_}) {
-            close_fd(s->fd);
-            close_fd(s->artifact);
-        }
-        close_fd(usage_fd_);
-        close_fd(receipt_fd_);
         close_fd(lock_fd_);
-        close_fd(scope_directory_);
+        close_fd(scope_.directory);
     }
     supervision(const supervision&) = delete;
     supervision& operator=(const supervision&) = delete;
@@ -181,30 +75,37 @@ class supervision {
         }
     }
 
+    // Before the subject: its user, the root-only state, the scope record's place, the trial lock, the
+    // leftovers of earlier trials, the artifacts and the maskers.
     boost::system::result<void, supervision_error> prepare();
+    void build_maskers();
     std::vector<std::string> subject_environment() const;
+    // The poll loop (ninja's DoWork shape: wait for any source, hand each ready one to its handler, then
+    // the timers) and its handlers.
     void loop();
     void on_signals();
     void on_control();
     void process_control(); // the lines already buffered
     void on_children();
-    void on_stream(output_stream& stream, bool is_stdout);
+    void on_stream(captured_stream& stream, bool is_stdout);
     void on_timer(clock_type::time_point now);
+    // The settle state machine: running → terminating (TERM grace) → killing (KILL grace) → draining →
+    // done; a subject that exits on its own goes running → draining → done.
     void settle(const std::string& reason);
-    void signal_scope(int sig);
-    [[nodiscard]] bool scope_quiet() const;
     void leader_exited(int code, bool killed);
     void start_draining(std::uint32_t ms);
     void hand_off_streams();
-    [[nodiscard]] bool streams_closed() const { return out_.fd < 0 && err_.fd < 0; }
+    [[nodiscard]] bool streams_closed() const { return artifacts_.out.fd < 0 && artifacts_.err.fd < 0; }
+    [[nodiscard]] bool scope_quiet() const { return tree_.quiet(leader_gone_); }
     report_message report();
 
     run_request& request_;
     const supervisor_io& io_;
-    output_stream out_;
-    output_stream err_;
+    trial_artifacts artifacts_;
     contracts::carrier carrier_;
     spawn_outcome spawned_;
+    subject_tree tree_;
+    usage_meter usage_;
     phase phase_ = phase::running;
     std::optional<clock_type::time_point> deadline_;
     clock_type::time_point started_at_;
@@ -217,66 +118,13 @@ class supervision {
     bool settling_ = false;
     bool quiesced_ = true;
     std::string reason_;
-    std::set<pid_t> signalled_;
     std::optional<policy::subject_identity> identity_;
     std::optional<std::string> state_directory_; // root-only, when we are root
     pid_t drainer_ = -1;
     std::optional<follow_output> follow_; // session mode with `follow`: output to the relay as it comes
-    int usage_fd_ = -1;                   // maka-subject.usage.json, written once the subject is done
-    contracts::sha256 usage_digest_;
-    std::uint64_t usage_bytes_ = 0;
-    int receipt_fd_ = -1; // maka-subject.receipt.json, written last
-    std::optional<artifact_store> store_;
-    int lock_fd_ = -1;         // one trial at a time (lock_trial), held while we supervise
-    int scope_directory_ = -1; // the scope record's directory, opened without following links
-    std::string scope_name_;
-    void build_maskers();
-    void write_receipt();
-    rusage children_before_{}; // what the helper's own earlier children used (e.g. the probe)
-    std::optional<std::uint64_t> last_pid_before_;
-    [[nodiscard]] contracts::subject_usage usage(std::uint64_t wall_ms) const;
+    int lock_fd_ = -1;                    // one trial at a time (lock_trial), held while we supervise
+    scope_place scope_;                   // the scope record's directory (opened without links) and name
 };
-
-// A number from a /proc/sys file; nullopt where /proc does not say.
-std::optional<std::uint64_t> proc_sys_number(const char* path) {
-    const auto text = read_file(path, 64);
-    std::uint64_t value = 0;
-    if (!text || std::from_chars(text->data(), text->data() + text->size(), value).ec != std::errc()) {
-        return std::nullopt;
-    }
-    return value;
-}
-
-// The last process id allocated in our PID namespace.
-std::optional<std::uint64_t> last_pid_allocated() {
-    return proc_sys_number("/proc/sys/kernel/ns_last_pid");
-}
-
-std::uint64_t ms_of(const timeval& t) {
-    return static_cast<std::uint64_t>(t.tv_sec) * 1000U + static_cast<std::uint64_t>(t.tv_usec) / 1000U;
-}
-
-contracts::subject_usage supervision::usage(std::uint64_t wall_ms) const {
-    contracts::subject_usage out;
-    out.wall_ms = wall_ms;
-    rusage now{};
-    if (::getrusage(RUSAGE_CHILDREN, &now) == 0) {
-        out.user_ms = ms_of(now.ru_utime) - std::min(ms_of(now.ru_utime), ms_of(children_before_.ru_utime));
-        out.system_ms = ms_of(now.ru_stime) - std::min(ms_of(now.ru_stime), ms_of(children_before_.ru_stime));
-        out.peak_rss_kib = static_cast<std::uint64_t>(std::max(0L, now.ru_maxrss));
-    }
-    if (const auto last = last_pid_allocated(); last && last_pid_before_) {
-        // Allocation wraps at pid_max; our own fork of a drainer is not the subject's.
-        const std::uint64_t wrap = proc_sys_number("/proc/sys/kernel/pid_max").value_or(4194304);
-        std::uint64_t allocated =
-            *last >= *last_pid_before_ ? *last - *last_pid_before_ : *last + wrap - *last_pid_before_;
-        if (drainer_ > 0 && allocated > 0) {
-            --allocated;
-        }
-        out.processes = allocated;
-    }
-    return out;
-}
 
 boost::system::result<void, supervision_error> supervision::prepare() {
     if (!request_.user.empty()) {
@@ -304,25 +152,13 @@ boost::system::result<void, supervision_error> supervision::prepare() {
     if (state_directory_ && other_uid) {
         request_.scope_path = scope_location(*state_directory_, request_.scope_path);
     }
-    // The scope record's directory (/logs/agent) made as /logs/artifacts is, when the image has no /logs:
-    // otherwise the subject could never start there. Opened once, never through a link (a /logs/agent an
-    // earlier subject pointed elsewhere is refused, naming it); the record is made and removed relative to
-    // it. Where it cannot be made for another reason (a read-only /logs), the original's answer stands
-    // (exit 111, execution-scope-unavailable).
-    {
-        const auto slash = request_.scope_path.rfind('/');
-        const std::string directory = slash == std::string::npos ? "."
-                                      : slash == 0               ? "/"
-                                                                 : request_.scope_path.substr(0, slash);
-        scope_name_ =
-            slash == std::string::npos ? request_.scope_path : request_.scope_path.substr(slash + 1);
-        scope_directory_ = open_directory_creating(directory, 0755);
-        if (const auto link = scope_directory_ < 0 ? first_link_on(directory) : std::nullopt) {
-            return supervision_error{contracts::helper_fault::spawn_failed,
-                                     "the scope record's directory " + directory + " is reached through " +
-                                         "a symbolic link (" + *link + "): nothing is written there"};
-        }
+    // The scope record's place, opened once (scope_file.hpp). Where it cannot be made for a reason other
+    // than a link (a read-only /logs), the original's answer stands (exit 111, execution-scope-unavailable).
+    auto place = open_scope_place(request_.scope_path);
+    if (!place) {
+        return supervision_error{contracts::helper_fault::spawn_failed, place.error()};
     }
+    scope_ = std::move(*place);
     const std::string artifacts =
         request_.artifacts_dir.empty() ? std::string(contracts::artifacts_directory) : request_.artifacts_dir;
     if (const auto state = state_directory_ ? state_directory_ : root_state_directory()) {
@@ -338,28 +174,11 @@ boost::system::result<void, supervision_error> supervision::prepare() {
     if (state_directory_ && !request_.keep_leftovers) {
         (void)stop_leftovers(*state_directory_);
     }
-    const std::string dir =
-        request_.artifacts_dir.empty() ? std::string(contracts::artifacts_directory) : request_.artifacts_dir;
-    out_.path = dir + "/" + std::string(contracts::stdout_artifact_name);
-    err_.path = dir + "/" + std::string(contracts::stderr_artifact_name);
-    out_.limit = err_.limit = request_.artifact_limit;
-    const auto unavailable = [](const std::string& why) {
+    if (auto opened =
+            artifacts_.open(artifacts, identity_ ? identity_->gid : ::getgid(), request_.artifact_limit);
+        !opened) {
         return supervision_error{contracts::helper_fault::artifacts_unavailable,
-                                 "Maka Eval could not prepare subject artifact output: " + why};
-    };
-    auto store = artifact_store::open(dir, identity_ ? identity_->gid : ::getgid());
-    if (!store) {
-        return unavailable(store.error());
-    }
-    store_.emplace(std::move(*store));
-    for (const auto& [fd, name] : {std::pair{&out_.artifact, contracts::stdout_artifact_name},
-                                   std::pair{&err_.artifact, contracts::stderr_artifact_name},
-                                   std::pair{&usage_fd_, contracts::usage_artifact_name},
-                                   std::pair{&receipt_fd_, contracts::receipt_artifact_name}}) {
-        const bool small = fd == &usage_fd_ || fd == &receipt_fd_;
-        if ((*fd = store_->create(name, small ? 4096 : 0)) < 0) {
-            return unavailable(dir + "/" + std::string(name) + ": " + std::strerror(errno));
-        }
+                                 "Maka Eval could not prepare subject artifact output: " + opened.error()};
     }
     build_maskers();
     return {};
@@ -385,8 +204,7 @@ void supervision::build_maskers() {
                  " bytes cannot be masked in the output");
     }
     if (!masker.empty()) {
-        out_.masker = masker;
-        err_.masker = masker;
+        artifacts_.mask_with(masker);
     }
 }
 
@@ -436,8 +254,8 @@ boost::system::result<report_message, supervision_error> supervision::run() {
     plan.argv = request_.argv;
     plan.environment = subject_environment();
     plan.cwd = request_.cwd;
-    plan.scope_directory = scope_directory_;
-    plan.scope_name = scope_name_;
+    plan.scope_directory = scope_.directory;
+    plan.scope_name = scope_.name;
     plan.stdout_fd = request_.capture_stdout ? out_pipe[1] : null_fd;
     plan.stderr_fd = err_pipe[1];
     plan.supervisor = ::getpid();
@@ -447,10 +265,10 @@ boost::system::result<report_message, supervision_error> supervision::run() {
     if (const auto oom = protect_from_oom(); oom.lowered) {
         plan.oom_score_adj = oom.inherited;
     }
-    (void)::getrusage(RUSAGE_CHILDREN, &children_before_);
-    last_pid_before_ = last_pid_allocated();
+    usage_.start();
     started_at_ = clock_type::now();
     spawned_ = spawn_subject(plan);
+    tree_ = subject_tree(spawned_.pid);
     // The subject has its own copy now (or never will): ours goes.
     for (auto& entry : plan.environment) {
         contracts::wipe(entry);
@@ -462,8 +280,8 @@ boost::system::result<report_message, supervision_error> supervision::run() {
     if (null_fd >= 0) {
         ::close(null_fd);
     }
-    out_.fd = out_pipe[0];
-    err_.fd = err_pipe[0];
+    artifacts_.out.fd = out_pipe[0];
+    artifacts_.err.fd = err_pipe[0];
     if (spawned_.status == spawn_status::fork_failed) {
         return supervision_error{contracts::helper_fault::spawn_failed,
                                  std::string("fork: ") + std::strerror(spawned_.error)};
@@ -514,8 +332,8 @@ void supervision::loop() {
         pollfd fds[4] = {
             {io_.signal_fd, POLLIN, 0},
             {io_.control != nullptr && !io_.control->at_eof() ? io_.control->fd() : -1, POLLIN, 0},
-            {out_.fd, POLLIN, 0},
-            {err_.fd, POLLIN, 0}};
+            {artifacts_.out.fd, POLLIN, 0},
+            {artifacts_.err.fd, POLLIN, 0}};
         const int ready = ::poll(fds, 4, timeout);
         if (ready < 0 && errno != EINTR) {
             throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
@@ -527,10 +345,10 @@ void supervision::loop() {
             on_control();
         }
         if (fds[2].fd >= 0 && fds[2].revents != 0) {
-            on_stream(out_, true);
+            on_stream(artifacts_.out, true);
         }
         if (fds[3].fd >= 0 && fds[3].revents != 0) {
-            on_stream(err_, false);
+            on_stream(artifacts_.err, false);
         }
         const auto now = clock_type::now();
         on_timer(now);
@@ -611,11 +429,7 @@ void supervision::on_children() {
             leader_exited(info.si_status, info.si_code != CLD_EXITED);
         }
         // waitid keeps answering with the zombie leader; other dead children are found through /proc.
-        for (const auto& process : descendants_of(::getpid())) {
-            if (process.ppid == ::getpid() && process.pid != spawned_.pid && process.state == 'Z') {
-                ::waitpid(process.pid, nullptr, WNOHANG);
-            }
-        }
+        tree_.reap_others();
         break;
     }
     if (settling_ && scope_quiet()) {
@@ -639,7 +453,7 @@ void supervision::start_draining(std::uint32_t ms) {
     deadline_ = clock_type::now() + std::chrono::milliseconds(ms);
 }
 
-void supervision::on_stream(output_stream& stream, bool is_stdout) {
+void supervision::on_stream(captured_stream& stream, bool is_stdout) {
     char buffer[65536];
     ssize_t got = 0;
     do {
@@ -648,16 +462,14 @@ void supervision::on_stream(output_stream& stream, bool is_stdout) {
     std::string_view shown;
     bool kept = true;
     if (got <= 0) {
-        close_fd(stream.fd);
+        stream.close_pipe();
         kept = stream.finish(shown);
     } else {
         const std::string_view chunk(buffer, static_cast<std::size_t>(got));
-        stream.bytes += chunk.size();
-        stream.digest.update(chunk);
         if (is_stdout) {
             carrier_.feed(chunk); // the frame is decoded from what the subject wrote, unmasked
         }
-        kept = stream.pass(chunk, shown);
+        kept = stream.take(chunk, shown);
     }
     if (!kept) {
         // Keep reading so the subject never blocks on a full pipe; the report still counts every byte.
@@ -679,7 +491,7 @@ void supervision::on_timer(clock_type::time_point now) {
     if (phase_ == phase::terminating && deadline_ && now >= *deadline_) {
         phase_ = phase::killing;
         deadline_ = now + std::chrono::milliseconds(request_.kill_grace_ms);
-        signal_scope(SIGKILL);
+        tree_.signal(SIGKILL);
         return;
     }
     if (phase_ == phase::killing) {
@@ -693,7 +505,7 @@ void supervision::on_timer(clock_type::time_point now) {
             hand_off_streams();
             phase_ = phase::done;
         } else {
-            signal_scope(SIGKILL);
+            tree_.signal(SIGKILL);
         }
     }
 }
@@ -712,137 +524,14 @@ void supervision::settle(const std::string& reason) {
     settle_started_ = clock_type::now();
     phase_ = phase::terminating;
     deadline_ = settle_started_ + std::chrono::milliseconds(request_.term_grace_ms);
-    signal_scope(SIGTERM);
+    tree_.signal(SIGTERM);
     if (request_.term_grace_ms == 0) {
         on_timer(clock_type::now());
     }
 }
 
-void supervision::signal_scope(int sig) {
-    // Snapshot first: what the subject starts in response to this signal (a TERM trap writing its last
-    // frame) is not hit by the same round. Then the group (the leader, alive or a zombie, keeps the pgid
-    // ours), then every descendant seen: setsid'd daemons left the group but not our subtree.
-    const auto descendants = descendants_of(::getpid());
-    const bool group_signalled = ::kill(-spawned_.pid, sig) == 0;
-    if (group_signalled) {
-        signalled_.insert(spawned_.pid);
-    }
-    for (const auto& process : descendants) {
-        if (!is_live(process)) {
-            continue;
-        }
-        if (process.pgid == spawned_.pid ? group_signalled : signal_exact(process, sig)) {
-            signalled_.insert(process.pid);
-        }
-    }
-}
-
-bool supervision::scope_quiet() const {
-    if (!leader_gone_) {
-        return false;
-    }
-    for (const auto& process : descendants_of(::getpid())) {
-        if (is_live(process)) {
-            return false;
-        }
-    }
-    return true;
-}
-
 void supervision::hand_off_streams() {
-    // Background processes may still hold the pipes. Closing them would kill those writers with SIGPIPE,
-    // which is not "left alone"; a detached drainer keeps appending to the artifacts until they close.
-    if (streams_closed()) {
-        return;
-    }
-    const pid_t pid = ::fork();
-    drainer_ = pid;
-    if (pid == 0) {
-        // The drainer must not hold the relay's pipes (our stdin, stdout, stderr) or the session never ends.
-        const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-        for (int fd = 0; fd <= 2; ++fd) {
-            ::dup2(null_fd, fd);
-        }
-        ::close(io_.signal_fd);
-        close_fd(lock_fd_); // the next trial may start while this one's leftovers still write
-        sigset_t none;
-        sigemptyset(&none);
-        ::sigprocmask(SIG_SETMASK, &none, nullptr);
-        char buffer[65536];
-        while (out_.fd >= 0 || err_.fd >= 0) {
-            pollfd fds[2] = {{out_.fd, POLLIN, 0}, {err_.fd, POLLIN, 0}};
-            if (::poll(fds, 2, -1) < 0 && errno != EINTR) {
-                break;
-            }
-            for (int i = 0; i < 2; ++i) {
-                output_stream& s = i == 0 ? out_ : err_;
-                if (s.fd >= 0 && fds[i].revents != 0) {
-                    const ssize_t got = ::read(s.fd, buffer, sizeof buffer);
-                    std::string_view shown;
-                    if (got > 0) {
-                        (void)s.pass({buffer, static_cast<std::size_t>(got)}, shown);
-                    } else if (got == 0 || errno != EINTR) {
-                        close_fd(s.fd);
-                        (void)s.finish(shown);
-                    }
-                }
-            }
-        }
-        ::_exit(0);
-    }
-    close_fd(out_.fd);
-    close_fd(err_.fd);
-}
-
-// The receipt, after every artifact is synced: what a verifier checks the files against (receipt.hpp).
-// Synced itself before the report goes out, so that `executed` never precedes what it vouches for.
-void supervision::write_receipt() {
-    if (!store_) {
-        return;
-    }
-    std::vector<contracts::artifact_receipt> entries;
-    for (auto* stream : {&out_, &err_}) {
-        if (stream->artifact >= 0 && !stream->artifact_failed && ::fdatasync(stream->artifact) != 0) {
-            stream->artifact_failed = true;
-            stream->write_error = errno;
-        }
-        contracts::artifact_receipt entry;
-        entry.name =
-            std::string(stream == &out_ ? contracts::stdout_artifact_name : contracts::stderr_artifact_name);
-        entry.bytes = stream->written;
-        entry.sha256 = stream->file_digest.hex();
-        entry.masked = stream->masker ? stream->masker->masked() : 0;
-        entry.complete = !stream->cut && !stream->artifact_failed && drainer_ <= 0;
-        entry.incomplete =
-            stream->artifact_failed
-                ? std::string("the disk refused a write: ") + std::strerror(stream->write_error)
-            : stream->cut  ? "cut at the artifact limit of " + std::to_string(stream->limit) + " bytes"
-            : drainer_ > 0 ? std::string("still written by a process the subject left running")
-                           : std::string();
-        entries.push_back(std::move(entry));
-    }
-    contracts::artifact_receipt usage_entry{
-        std::string(contracts::usage_artifact_name), usage_bytes_, usage_digest_.hex(), true, {}, 0};
-    if (usage_fd_ >= 0 && ::fdatasync(usage_fd_) != 0) {
-        usage_entry.complete = false;
-        usage_entry.incomplete = std::string("the disk refused a write: ") + std::strerror(errno);
-    }
-    entries.push_back(std::move(usage_entry));
-    const std::string text = contracts::to_wire(contracts::to_json(entries)) + "\n";
-    if (!write_all(receipt_fd_, text) || ::fdatasync(receipt_fd_) != 0) {
-        log_line("cannot write " + std::string(contracts::receipt_artifact_name) + ": " +
-                 std::strerror(errno));
-    }
-    close_fd(receipt_fd_);
-    // Into place, the receipt last: whoever sees it sees the files it vouches for.
-    for (const auto name : {contracts::stdout_artifact_name, contracts::stderr_artifact_name,
-                            contracts::usage_artifact_name, contracts::receipt_artifact_name}) {
-        if (!store_->publish(name)) {
-            log_line("cannot publish " + std::string(name) + " into " +
-                     out_.path.substr(0, out_.path.rfind('/')) + ": " + std::strerror(errno));
-        }
-    }
-    store_->finish();
+    drainer_ = drain_in_background(artifacts_.out, artifacts_.err, {io_.signal_fd, lock_fd_});
 }
 
 report_message supervision::report() {
@@ -854,15 +543,12 @@ report_message supervision::report() {
     // What the subject leaves running stays for the verifier, and is recorded so that the next trial in
     // this environment starts without it.
     if (state_directory_ && !request_.keep_leftovers && spawned_.status == spawn_status::started) {
-        auto left = descendants_of(::getpid());
-        std::erase_if(left,
-                      [this](const process_status& p) { return p.pid == drainer_ || p.pid == spawned_.pid; });
-        record_leftovers(*state_directory_, left);
+        record_leftovers(*state_directory_, tree_.left_running(drainer_));
     }
     // Reap the leader last: until now its zombie kept the pgid from being reused.
     ::waitpid(spawned_.pid, nullptr, WNOHANG);
     if (spawned_.status == spawn_status::started) {
-        (void)::unlinkat(scope_directory_, scope_name_.c_str(), 0);
+        (void)::unlinkat(scope_.directory, scope_.name.c_str(), 0);
     }
     if (spawned_.status == spawn_status::scope_unavailable) {
         // The carrier the original's wrapper produced in this case: exactly one line, exit 111.
@@ -879,30 +565,21 @@ report_message supervision::report() {
     m.signal = death_signal_ != 0 ? signal_name(death_signal_) : std::string();
     m.stdout_text = std::move(projection.stdout_text);
     m.diagnostic = std::move(projection.diagnostic);
-    m.stdout_artifact = out_.summary();
-    m.stderr_artifact = err_.summary();
-    const std::string_view tail = err_.tail;
-    m.stderr_tail = contracts::repair_utf8(tail.substr(
-        tail.size() > contracts::stderr_tail_bytes ? tail.size() - contracts::stderr_tail_bytes : 0));
+    m.stdout_artifact = artifacts_.out.summary();
+    m.stderr_artifact = artifacts_.err.summary();
+    m.stderr_tail = artifacts_.err.tail_text();
     m.run_ms = ms_between(started_at_, leader_gone_ ? exited_at_ : clock_type::now());
     m.peak_rss_kib = contracts::peak_rss_kib();
     if (spawned_.status == spawn_status::started) {
         // After the leader was reaped: its time and its descendants' reaped time are ours to read now.
-        m.usage = usage(m.run_ms); // the same span: start → the leader's exit
-        const std::string usage_line = contracts::to_wire(contracts::to_json(*m.usage)) + "\n";
-        if (write_all(usage_fd_, usage_line)) {
-            usage_digest_.update(usage_line);
-            usage_bytes_ = usage_line.size();
-        } else {
-            log_line("cannot write " + std::string(contracts::usage_artifact_name) + ": " +
-                     std::strerror(errno));
-        }
+        m.usage = usage_.measure(m.run_ms, drainer_ > 0); // the same span: start → the leader's exit
+        artifacts_.write_usage(*m.usage);
     }
-    write_receipt();
-    close_fd(usage_fd_);
+    // Into place, the receipt last: whoever sees it sees the files it vouches for.
+    artifacts_.publish(drainer_ > 0);
     if (settling_) {
         m.settle_ms = ms_between(settle_started_, settled_at_);
-        m.signalled = signalled_.size();
+        m.signalled = tree_.signalled();
         m.reason = reason_;
         m.quiesced = quiesced_;
     }

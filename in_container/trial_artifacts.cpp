@@ -1,0 +1,101 @@
+// The trial's artifacts, from creation to publication (see trial_artifacts.hpp).
+#include "in_container/trial_artifacts.hpp"
+
+#include "contracts/limits.hpp"
+#include "contracts/receipt.hpp"
+#include "contracts/wire_json.hpp"
+#include "in_container/io.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <unistd.h>
+
+namespace maka_eval::in_container {
+namespace {
+
+void close_fd(int& fd) {
+    if (fd >= 0) {
+        ::close(fd);
+        fd = -1;
+    }
+}
+
+} // namespace
+
+trial_artifacts::~trial_artifacts() {
+    close_fd(usage_fd_);
+    close_fd(receipt_fd_);
+}
+
+boost::system::result<void, std::string> trial_artifacts::open(const std::string& dir, gid_t group,
+                                                               std::uint64_t limit) {
+    directory_ = dir;
+    out.name = std::string(contracts::stdout_artifact_name);
+    err.name = std::string(contracts::stderr_artifact_name);
+    out.path = dir + "/" + out.name;
+    err.path = dir + "/" + err.name;
+    out.limit = err.limit = limit;
+    auto store = artifact_store::open(dir, group);
+    if (!store) {
+        return store.error();
+    }
+    store_.emplace(std::move(*store));
+    // The small files get their disk space now: a subject that fills the disk still gets its receipt.
+    for (const auto& [fd, name, reserve] :
+         {std::tuple{&out.artifact, contracts::stdout_artifact_name, std::size_t{0}},
+          std::tuple{&err.artifact, contracts::stderr_artifact_name, std::size_t{0}},
+          std::tuple{&usage_fd_, contracts::usage_artifact_name, std::size_t{4096}},
+          std::tuple{&receipt_fd_, contracts::receipt_artifact_name, std::size_t{4096}}}) {
+        if ((*fd = store_->create(name, reserve)) < 0) {
+            return dir + "/" + std::string(name) + ": " + std::strerror(errno);
+        }
+    }
+    return {};
+}
+
+void trial_artifacts::mask_with(const contracts::secret_masker& masker) {
+    out.masker = masker;
+    err.masker = masker;
+}
+
+void trial_artifacts::write_usage(const contracts::subject_usage& usage) {
+    const std::string line = contracts::to_wire(contracts::to_json(usage)) + "\n";
+    if (write_all(usage_fd_, line)) {
+        usage_digest_.update(line);
+        usage_bytes_ = line.size();
+    } else {
+        log_line("cannot write " + std::string(contracts::usage_artifact_name) + ": " + std::strerror(errno));
+    }
+}
+
+void trial_artifacts::publish(bool drained) {
+    if (!store_) {
+        return;
+    }
+    std::vector<contracts::artifact_receipt> entries{out.receipt_entry(drained), err.receipt_entry(drained)};
+    contracts::artifact_receipt usage_entry{
+        std::string(contracts::usage_artifact_name), usage_bytes_, usage_digest_.hex(), true, {}, 0};
+    if (usage_fd_ >= 0 && ::fdatasync(usage_fd_) != 0) {
+        usage_entry.complete = false;
+        usage_entry.incomplete = std::string("the disk refused a write: ") + std::strerror(errno);
+    }
+    entries.push_back(std::move(usage_entry));
+    close_fd(usage_fd_);
+    // Synced itself before the report goes out, so that `executed` never precedes what it vouches for.
+    const std::string text = contracts::to_wire(contracts::to_json(entries)) + "\n";
+    if (!write_all(receipt_fd_, text) || ::fdatasync(receipt_fd_) != 0) {
+        log_line("cannot write " + std::string(contracts::receipt_artifact_name) + ": " +
+                 std::strerror(errno));
+    }
+    close_fd(receipt_fd_);
+    for (const auto name : {contracts::stdout_artifact_name, contracts::stderr_artifact_name,
+                            contracts::usage_artifact_name, contracts::receipt_artifact_name}) {
+        if (!store_->publish(name)) {
+            log_line("cannot publish " + std::string(name) + " into " + directory_ + ": " +
+                     std::strerror(errno));
+        }
+    }
+    store_->finish();
+}
+
+} // namespace maka_eval::in_container
