@@ -5,12 +5,14 @@
 #include "contracts/secret.hpp"
 #include "contracts/wire_json.hpp"
 #include "relay/backends/factory.hpp"
+#include "relay/engine/docker_api.hpp"
 #include "relay/support/exit_codes.hpp"
 #include "relay/support/random_hex.hpp"
 #include "relay/trial/follow_sink.hpp"
 #include "relay/trial/loopback_orchestrator.hpp"
 #include "relay/trial/trial.hpp"
 
+#include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <filesystem>
@@ -120,6 +122,41 @@ int connect_command(std::span<const std::string_view> args) {
         contracts::wipe_values(held->common.task_environment);
     }
     return code;
+}
+
+// `locate`: the compose service's one running container, from the engine the docker backend uses. The
+// Python adapter asks this instead of keeping an engine client of its own.
+int locate_command(std::span<const std::string_view> args) {
+    if (asks_help(args, "locate")) {
+        return exit_success;
+    }
+    auto options = parse_locate(args);
+    if (!options) {
+        return usage_failure(options.error().message);
+    }
+    boost::asio::io_context context;
+    auto api = docker_api::open(context.get_executor(), options->engine,
+                                std::chrono::milliseconds(options->engine_timeout_ms));
+    if (!api) {
+        std::cerr << "maka-eval-relay: " << api.error().message << "\n";
+        return exit_environment;
+    }
+    std::optional<boost::system::result<std::string, relay_error>> found;
+    boost::asio::co_spawn(
+        context, api->find_compose_container(options->compose_project, options->compose_service),
+        [&](const std::exception_ptr& error, boost::system::result<std::string, relay_error> result) {
+            found = error ? relay_error{relay_errc::engine, "internal error: " + exception_text(error)}
+                          : std::move(result);
+        });
+    context.run();
+    if (!found || !*found) {
+        std::cerr << "maka-eval-relay: "
+                  << (found ? found->error().message : std::string("the engine lookup did not finish"))
+                  << "\n";
+        return exit_environment;
+    }
+    std::cout << **found << "\n";
+    return exit_success;
 }
 
 int run_command(std::span<const std::string_view> args) {
@@ -266,6 +303,9 @@ int run_cli(std::span<const std::string_view> args) {
     }
     if (args[0] == "run") {
         return run_command(args.subspan(1));
+    }
+    if (args[0] == "locate") {
+        return locate_command(args.subspan(1));
     }
     return usage_failure("unknown command '" + std::string(args[0]) + "'");
 }

@@ -467,8 +467,10 @@ docker_api::inspect_container(std::string id) {
 
 asio::awaitable<boost::system::result<std::string, relay_error>>
 docker_api::find_compose_container(std::string project, std::string service) {
+    // Running ones only, as `docker compose exec` picks; two would leave which one is meant to a guess.
     const boost::json::object filters{{"label", boost::json::array{"com.docker.compose.project=" + project,
-                                                                   "com.docker.compose.service=" + service}}};
+                                                                   "com.docker.compose.service=" + service}},
+                                      {"status", boost::json::array{"running"}}};
     std::string encoded;
     for (const char ch : contracts::to_wire(filters)) {
         const auto c = static_cast<unsigned char>(ch);
@@ -480,18 +482,25 @@ docker_api::find_compose_container(std::string project, std::string service) {
         }
     }
     auto response = co_await request("GET", "/containers/json?filters=" + encoded);
-    if (!response || response->status != 200) {
-        co_return relay_error{relay_errc::engine, "cannot list containers of compose project " + project};
+    if (!response) {
+        co_return response.error();
     }
-    auto id = parse_first_container_id(response->body);
-    if (!id) {
-        co_return id.error();
+    if (response->status != 200) {
+        co_return relay_error{relay_errc::engine, "cannot list containers of compose project " + project +
+                                                      ": HTTP " + std::to_string(response->status)};
     }
-    if (!*id) {
-        co_return relay_error{relay_errc::engine, "no running container for service " + service +
-                                                      " of compose project " + project};
+    auto ids = parse_container_ids(response->body);
+    if (!ids) {
+        co_return ids.error();
     }
-    co_return boost::system::result<std::string, relay_error>(boost::system::in_place_value, std::move(**id));
+    if (ids->size() != 1) {
+        co_return relay_error{relay_errc::environment,
+                              std::to_string(ids->size()) + " running containers of compose project " +
+                                  project + " service " + service +
+                                  (ids->empty() ? "" : ": which one is meant cannot be told")};
+    }
+    co_return boost::system::result<std::string, relay_error>(boost::system::in_place_value,
+                                                              std::move(ids->front()));
 }
 
 asio::awaitable<boost::system::result<std::unique_ptr<exec_stream>, relay_error>>

@@ -78,23 +78,22 @@ boost::system::result<std::string, relay_error> parse_exec_id(std::string_view b
     return boost::system::result<std::string, relay_error>(boost::system::in_place_value, std::move(*id));
 }
 
-boost::system::result<std::optional<std::string>, relay_error>
-parse_first_container_id(std::string_view body) {
+boost::system::result<std::vector<std::string>, relay_error> parse_container_ids(std::string_view body) {
     boost::system::error_code ec;
     auto value = json::parse(body, ec);
     if (ec || !value.is_array()) {
         return relay_error{relay_errc::engine, "the Docker engine sent an unreadable container list"};
     }
-    if (value.get_array().empty()) {
-        return std::optional<std::string>(); // no match: the caller says what it looked for
+    std::vector<std::string> ids;
+    for (const auto& entry : value.get_array()) {
+        auto id = entry.is_object() ? text_at(entry.get_object(), "Id") : std::nullopt;
+        if (!id || id->empty()) {
+            return relay_error{relay_errc::engine,
+                               "the Docker engine's container list has an entry without an Id"};
+        }
+        ids.push_back(std::move(*id));
     }
-    const auto& first = value.get_array().front();
-    auto id = first.is_object() ? text_at(first.get_object(), "Id") : std::nullopt;
-    if (!id || id->empty()) {
-        return relay_error{relay_errc::engine,
-                           "the Docker engine's container list has an entry without an Id"};
-    }
-    return id;
+    return ids;
 }
 
 boost::system::result<exec_state, relay_error> parse_exec_state(std::string_view body) {

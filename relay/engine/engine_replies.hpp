@@ -34,9 +34,9 @@ struct container_facts {
 // POST /containers/{id}/exec: the new exec's id.
 [[nodiscard]] boost::system::result<std::string, relay_error> parse_exec_id(std::string_view body);
 
-// GET /containers/json: the first container's id (the list is already filtered); nullopt for an empty list.
-[[nodiscard]] boost::system::result<std::optional<std::string>, relay_error>
-parse_first_container_id(std::string_view body);
+// GET /containers/json: every listed container's id (the list is already filtered), in the engine's order.
+[[nodiscard]] boost::system::result<std::vector<std::string>, relay_error>
+parse_container_ids(std::string_view body);
 
 // GET /exec/{id}/json: whether it still runs, and its exit code once it does not.
 struct exec_state {

@@ -34,6 +34,10 @@ constexpr std::string_view usage = R"(usage:
       does) instead of 0; the relay's own failures keep their codes
       --follow shows the subject's stdout and stderr here as they are produced (default when stdout is a
       terminal and --json is not given); what is recorded and reported is the same either way
+  maka-eval-relay locate --compose-project P [--compose-service S] [--docker-host URL] [--engine-timeout-ms N]
+      prints the id of the one running container of compose service S (main) of project P, found on the
+      engine the docker backend would use; nothing found, or more than one, is an error (exit 5). The Python
+      adapter asks this before it takes the docker fast path
   maka-eval-relay --version | --help
 
 options (both modes):
@@ -308,11 +312,41 @@ std::string command_usage_text(std::string_view command) {
     const std::string text(usage);
     const auto connect_at = text.find("  maka-eval-relay connect");
     const auto run_at = text.find("  maka-eval-relay run");
+    const auto locate_at = text.find("  maka-eval-relay locate");
     const auto version_at = text.find("  maka-eval-relay --version");
     const auto shared_at = text.find("\noptions (both modes):");
-    const auto own = command == "run" ? text.substr(run_at, version_at - run_at)
+    if (command == "locate") {
+        return "usage:\n" + text.substr(locate_at, version_at - locate_at);
+    }
+    const auto own = command == "run" ? text.substr(run_at, locate_at - run_at)
                                       : text.substr(connect_at, run_at - connect_at);
     return "usage:\n" + own + text.substr(shared_at);
+}
+
+boost::system::result<common_options, relay_error> parse_locate(std::span<const std::string_view> args,
+                                                                env_lookup env) {
+    common_options out;
+    out.backend = backend_kind::docker;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const auto name = args[i];
+        if (name != "--compose-project" && name != "--compose-service" && name != "--docker-host" &&
+            name != "--engine-timeout-ms") {
+            return relay_error{relay_errc::usage, "locate takes --compose-project, --compose-service, "
+                                                  "--docker-host and --engine-timeout-ms, not " +
+                                                      std::string(name)};
+        }
+        auto taken = common_option(args, i, out);
+        if (!taken) {
+            return taken.error();
+        }
+    }
+    if (out.compose_project.empty()) {
+        return relay_error{relay_errc::usage, "locate needs --compose-project"};
+    }
+    if (auto settled = settle_common(env, out); !settled) {
+        return settled.error();
+    }
+    return out;
 }
 
 std::optional<std::int64_t> parse_teardown_timeout(std::string_view text) {

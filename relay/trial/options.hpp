@@ -87,6 +87,10 @@ struct run_options {
 parse_connect(std::span<const std::string_view> args, env_lookup env = &process_env);
 [[nodiscard]] boost::system::result<run_options, relay_error>
 parse_run(std::span<const std::string_view> args, env_lookup env = &process_env);
+// `locate`: the compose project and service, and the engine (the docker backend's, from the same options
+// and variables).
+[[nodiscard]] boost::system::result<common_options, relay_error>
+parse_locate(std::span<const std::string_view> args, env_lookup env = &process_env);
 
 // The original's rule: a positive integer, else "Maka Eval teardown timeout is invalid".
 [[nodiscard]] std::optional<std::int64_t> parse_teardown_timeout(std::string_view text);

@@ -6,6 +6,7 @@
 #include "relay/engine/engine_replies.hpp"
 #include "relay/engine/tar_archive.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
@@ -51,8 +52,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         state && state->exit_code && (*state->exit_code < 0 || *state->exit_code > 255)) {
         std::abort();
     }
-    if (auto first = parse_first_container_id(body);
-        !first ? first.error().message.empty() : *first && (*first)->empty()) {
+    if (auto ids = parse_container_ids(body);
+        !ids ? ids.error().message.empty()
+             : std::any_of(ids->begin(), ids->end(), [](const std::string& id) { return id.empty(); })) {
         std::abort();
     }
     engine_address(body);

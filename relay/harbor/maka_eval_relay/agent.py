@@ -5,8 +5,8 @@ environment object over a socketpair (the bridge; protocol in ``relay/backends/b
 upload_file, service_exec (Harbor only) and stop(delete=True). Everything about the trial itself — the
 orchestrator protocol, the egress gate, supervising and settling the subject — happens in the relay and
 the helper. When the environment is Harbor's DockerEnvironment (found by Harbor's own attributes: its
-``type()`` and ``session_id``, whose compose project's service ``main`` is looked up on the engine), the relay
-is handed the container instead (``--env docker:…``, the subject as ``default_user``), which skips the
+``type()`` and ``session_id``, whose compose project's service ``main`` the relay looks up on the engine with
+``maka-eval-relay locate``: the project keeps one Docker client, the relay's), the relay is handed the container instead (``--env docker:…``, the subject as ``default_user``), which skips the
 bridge; the reason for taking the bridge instead is logged. Either way the task's environment
 (``_merge_env``) reaches the subject, under what the orchestrator's ``execute`` sets.
 
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import inspect
 import json
 import logging
@@ -32,10 +31,8 @@ import shutil
 import signal
 import re
 import socket
-import ssl
+import subprocess
 import tempfile
-import http.client
-import urllib.parse
 import weakref
 from pathlib import Path
 from typing import Any, Callable
@@ -152,7 +149,7 @@ class RelayAgentCore:
             argv += ["--helper-in-container", self._helper_in_container]
         direct = None
         if self._docker_fast_path and self.framework == "harbor":
-            direct, why = await asyncio.to_thread(docker_target, environment)
+            direct, why = await asyncio.to_thread(docker_target, environment, binary)
             if direct:
                 log.info("maka-eval-relay: Docker fast path: %s", why)
             else:
@@ -392,112 +389,26 @@ def task_environment(environment: Any, overlay: dict[str, str] | None = None) ->
     return out
 
 
-class _Engine:
-    """Just enough of the Docker Engine API to find a container, on the engine the docker CLI (and so Harbor's
-    ``docker compose``) would use: DOCKER_HOST, else the selected docker context (DOCKER_CONTEXT, else
-    config.json's currentContext) with its own TLS files, else the local socket; mutual TLS when
-    DOCKER_TLS_VERIFY is set (DOCKER_CERT_PATH's ca.pem, cert.pem, key.pem; default DOCKER_CONFIG, then
-    ~/.docker). The relay reads the same variables the same way; like it, this refuses TLS without
-    verification and plain TCP to the TLS port 2376."""
-
-    def __init__(self) -> None:
-        self.verify = bool(os.environ.get("DOCKER_TLS_VERIFY"))
-        self.config = os.environ.get("DOCKER_CONFIG") or os.path.join(os.path.expanduser("~"), ".docker")
-        self.cert_path = os.environ.get("DOCKER_CERT_PATH") or self.config
-        self.skip_verify = False
-        host = (os.environ.get("DOCKER_HOST") or "").strip()
-        if not host:
-            host = self._context_host()
-        self.host = host or ("tcp://localhost:2376" if self.verify else "unix:///var/run/docker.sock")
-
-    def _context_host(self) -> str:
-        """The selected docker context's host (and its TLS files), or "" for the default context."""
-        name = os.environ.get("DOCKER_CONTEXT") or ""
-        if not name:
-            try:
-                with open(os.path.join(self.config, "config.json"), encoding="utf-8") as f:
-                    name = str(json.load(f).get("currentContext") or "")
-            except FileNotFoundError:
-                return ""
-            except (OSError, ValueError, AttributeError) as error:
-                raise OSError(f"{self.config}/config.json cannot be read: {error}") from error
-        if name in ("", "default"):
-            return ""
-        digest = hashlib.sha256(name.encode()).hexdigest()
-        try:
-            with open(os.path.join(self.config, "contexts", "meta", digest, "meta.json"), encoding="utf-8") as f:
-                endpoint = json.load(f)["Endpoints"]["docker"]
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            raise OSError(f"docker context {name} cannot be read: {error}") from error
-        tls = os.path.join(self.config, "contexts", "tls", digest, "docker")
-        self.verify = any(os.path.exists(os.path.join(tls, f)) for f in ("ca.pem", "cert.pem", "key.pem"))
-        self.skip_verify = bool(endpoint.get("SkipTLSVerify"))
-        self.cert_path = tls
-        return str(endpoint.get("Host") or "")
-
-    def _tls_context(self) -> ssl.SSLContext:
-        directory = self.cert_path
-        try:
-            context = ssl.create_default_context(cafile=os.path.join(directory, "ca.pem"))
-            cert, key = os.path.join(directory, "cert.pem"), os.path.join(directory, "key.pem")
-            if os.path.exists(cert) or os.path.exists(key):
-                context.load_cert_chain(cert, key)
-        except (OSError, ssl.SSLError) as error:
-            raise OSError(f"the TLS files in {directory} cannot be used: {error}") from error
-        context.minimum_version = ssl.TLSVersion.TLSv1_2
-        return context
-
-    def _connection(self) -> http.client.HTTPConnection:
-        if (os.environ.get("DOCKER_TLS") and not self.verify) or self.skip_verify:
-            raise OSError("TLS without verifying the engine is refused (DOCKER_TLS without DOCKER_TLS_VERIFY, "
-                          "or a docker context with SkipTLSVerify)")
-        if self.host.startswith("unix://"):
-            path = self.host[len("unix://"):]
-
-            class UnixConnection(http.client.HTTPConnection):
-                def connect(self) -> None:
-                    self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                    self.sock.settimeout(self.timeout)
-                    self.sock.connect(path)
-
-            return UnixConnection("localhost", timeout=10)
-        hostport = self.host[len("tcp://"):] if self.host.startswith("tcp://") else self.host
-        if "://" in hostport:
-            raise OSError(f"DOCKER_HOST {self.host} is neither unix:// nor tcp://")
-        hostport = hostport.rstrip("/")
-        name, colon, port = hostport.rpartition(":")
-        if not colon:
-            name, port = hostport, ""
-        name = name.strip("[]") or "localhost"
-        number = int(port) if port.isdigit() else 2375
-        if self.verify:
-            return http.client.HTTPSConnection(name, number, timeout=10, context=self._tls_context())
-        if number == 2376:
-            raise OSError(f"DOCKER_HOST {self.host}: 2376 is the engine's TLS port and DOCKER_TLS_VERIFY is not set")
-        return http.client.HTTPConnection(name, number, timeout=10)
-
-    def compose_container(self, project: str, service: str) -> str:
-        """The id of the running container of that compose service; raises OSError saying why not."""
-        labels = [f"com.docker.compose.project={project}", f"com.docker.compose.service={service}"]
-        query = urllib.parse.urlencode({"filters": json.dumps({"label": labels, "status": ["running"]})})
-        connection = self._connection()
-        try:
-            connection.request("GET", f"/containers/json?{query}")
-            response = connection.getresponse()
-            body = response.read(1 << 20)
-        except (OSError, http.client.HTTPException) as error:
-            raise OSError(f"the engine at {self.host} is not reachable: {error}") from error
-        finally:
-            connection.close()
-        if response.status != 200:
-            raise OSError(f"the engine at {self.host} answered HTTP {response.status}")
-        found = [c.get("Id") for c in json.loads(body) if isinstance(c, dict) and c.get("Id")]
-        if len(found) != 1:
-            raise OSError(f"{len(found)} running containers of compose project {project} service {service}")
-        return str(found[0])
+LOCATE_TIMEOUT_SEC = 45  # the relay's own engine timeout (30 s) and its start, with room
 
 
-def docker_target(environment: Any) -> tuple[list[str] | None, str]:
+def compose_container(binary: str, project: str, service: str) -> str:
+    """The id of the one running container of that compose service, as the relay finds it (``maka-eval-relay
+    locate``: one Docker Engine client, in C++, reading DOCKER_HOST, the docker context and its TLS files as
+    the docker CLI does). Raises OSError with the relay's reason when there is none, or more than one."""
+    try:
+        done = subprocess.run(
+            [binary, "locate", "--compose-project", project, "--compose-service", service],
+            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=LOCATE_TIMEOUT_SEC, check=False)
+    except subprocess.TimeoutExpired as error:
+        raise OSError(f"maka-eval-relay locate did not answer within {LOCATE_TIMEOUT_SEC} s") from error
+    if done.returncode != 0:
+        reason = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[0]
+        raise OSError(reason.removeprefix("maka-eval-relay: "))
+    return done.stdout.strip()
+
+
+def docker_target(environment: Any, binary: str) -> tuple[list[str] | None, str]:
     """The fast path for Harbor's DockerEnvironment, found by Harbor's own attributes: the relay arguments
     naming its container and the subject's user, or None and why the bridge serves it instead."""
     if type(environment).__name__ != "DockerEnvironment":
@@ -510,8 +421,8 @@ def docker_target(environment: Any) -> tuple[list[str] | None, str]:
         return None, "the environment has no session_id to find its compose project by"
     project = compose_project_name(session_id)
     try:
-        container = _Engine().compose_container(project, "main")
-    except (OSError, ValueError) as error:
+        container = compose_container(binary, project, "main")
+    except OSError as error:
         return None, str(error)
     argv = ["--env", f"docker:{container}"]
     # Harbor's exec runs in cwd or task_env_config.workdir: the subject starts, and `ready` reports, there.

@@ -182,61 +182,50 @@ class UnitTest(unittest.TestCase):
         self.assertEqual(core.task_environment(object()), {})
 
     def test_only_harbors_docker_environment_takes_the_fast_path(self):
-        self.assertEqual(core.docker_target(PierDockerEnvironment("s"))[0], None)
+        self.assertEqual(core.docker_target(PierDockerEnvironment("s"), "/nonexistent-relay")[0], None)
 
         class DockerEnvironment:  # the right name, but not Harbor's shape
             container_name = "c"
 
-        target, why = core.docker_target(DockerEnvironment())
+        target, why = core.docker_target(DockerEnvironment(), "/nonexistent-relay")  # never asked
         self.assertIsNone(target)
         self.assertIn("type()", why)
 
-    def test_the_fast_paths_engine_lookup_reads_the_docker_cli_variables_as_the_relay_does(self):
+    @unittest.skipUnless(RELAY, "MAKA_EVAL_TEST_RELAY names the relay")
+    def test_the_fast_paths_container_lookup_is_the_relays_own(self):
+        # One Docker client: the adapter asks `maka-eval-relay locate`, which reads the docker CLI's variables
+        # and contexts as the docker backend does (their own tests: tests/relay/engine). What the relay
+        # refuses reaches the log's "why the bridge" line word for word.
         without_docker_variables(self)
         os.environ["DOCKER_CONFIG"] = "/nonexistent-maka-eval-test-config"  # no context of this machine's
-        self.assertEqual(core._Engine().host, "unix:///var/run/docker.sock")
-        os.environ["DOCKER_TLS_VERIFY"] = "1"
-        self.assertEqual(core._Engine().host, "tcp://localhost:2376")  # as the CLI: TLS defaults to 2376
-        os.environ.pop("DOCKER_TLS_VERIFY")
-        os.environ["DOCKER_HOST"] = "tcp://engine.example:2376"
-        with self.assertRaisesRegex(OSError, "2376 is the engine's TLS port"):
-            core._Engine()._connection()
-        os.environ["DOCKER_TLS"] = "1"
-        with self.assertRaisesRegex(OSError, "TLS without verifying the engine is refused"):
-            core._Engine()._connection()
-        os.environ.pop("DOCKER_TLS")
-        os.environ.update(DOCKER_TLS_VERIFY="1", DOCKER_CERT_PATH="/nonexistent")
-        with self.assertRaisesRegex(OSError, "the TLS files in /nonexistent cannot be used"):
-            core._Engine()._connection()
+        env = DockerEnvironment("Lookup.Test")
+        for variables, said in (({"DOCKER_HOST": "tcp://engine.example:2376"}, "2376 is the engine's TLS port"),
+                                ({"DOCKER_HOST": "tcp://engine.example:2375", "DOCKER_TLS": "1"},
+                                 "asks for TLS without checking who the engine is"),
+                                ({"DOCKER_HOST": "unix:///nonexistent-maka-eval.sock"},
+                                 "nonexistent-maka-eval.sock")):
+            os.environ.update(variables)
+            target, why = core.docker_target(env, RELAY)
+            self.assertIsNone(target)
+            self.assertIn(said, why)
+            self.assertNotIn("maka-eval-relay: ", why)
+            for name in variables:
+                os.environ.pop(name)
+        self.assertEqual(env.calls, [])
 
-    def test_the_fast_paths_engine_lookup_follows_the_selected_docker_context(self):
-        without_docker_variables(self)
-        config = Path(tempfile.mkdtemp())
-        self.addCleanup(shutil.rmtree, config, True)
-        for name, host, tls, skip in (("remote", "tcp://engine-3.example:2376", True, False),
-                                      ("lax", "tcp://engine-4.example:2376", True, True)):
-            digest = hashlib.sha256(name.encode()).hexdigest()  # as `docker context create` stores it
-            meta = config / "contexts" / "meta" / digest
-            meta.mkdir(parents=True)
-            (meta / "meta.json").write_text(json.dumps(
-                {"Name": name, "Metadata": {}, "Endpoints": {"docker": {"Host": host, "SkipTLSVerify": skip}}}))
-            if tls:
-                (config / "contexts" / "tls" / digest / "docker").mkdir(parents=True)
-                (config / "contexts" / "tls" / digest / "docker" / "ca.pem").write_text("x")
-        os.environ["DOCKER_CONFIG"] = str(config)
-        (config / "config.json").write_text('{"currentContext": "remote"}')
-        engine = core._Engine()
-        self.assertEqual((engine.host, engine.verify), ("tcp://engine-3.example:2376", True))
-        self.assertTrue(engine.cert_path.endswith("/docker"))
-        os.environ["DOCKER_HOST"] = "unix:///s"  # a named host wins over the context
-        self.assertEqual(core._Engine().host, "unix:///s")
-        del os.environ["DOCKER_HOST"]
-        os.environ["DOCKER_CONTEXT"] = "lax"
-        with self.assertRaisesRegex(OSError, "TLS without verifying the engine is refused"):
-            core._Engine()._connection()
-        os.environ["DOCKER_CONTEXT"] = "gone"
-        with self.assertRaisesRegex(OSError, "docker context gone cannot be read"):
-            core._Engine()
+    @unittest.skipUnless(RELAY, "MAKA_EVAL_TEST_RELAY names the relay")
+    def test_locate_names_its_own_options_and_needs_a_project(self):
+        done = subprocess.run([RELAY, "locate"], capture_output=True, text=True, check=False)
+        self.assertEqual((done.returncode, done.stdout), (2, ""))
+        self.assertIn("locate needs --compose-project", done.stderr)
+        done = subprocess.run([RELAY, "locate", "--compose-project", "p", "--user", "x"], capture_output=True,
+                              text=True, check=False)
+        self.assertEqual(done.returncode, 2)
+        self.assertIn("not --user", done.stderr)
+        done = subprocess.run([RELAY, "locate", "--help"], capture_output=True, text=True, check=False)
+        self.assertEqual(done.returncode, 0)
+        self.assertIn("--compose-project P", done.stdout)
+        self.assertNotIn("--teardown-timeout-ms", done.stdout)
 
     def test_pier_refuses_service_exec_clearly(self):
         bridge = core._Bridge(None, PierDockerEnvironment("unused"), "pier")
@@ -792,6 +781,27 @@ class Scenarios:
 
 class HarborTest(Scenarios, unittest.TestCase):
     module = harbor_agent
+
+    def test_the_fast_path_takes_the_one_running_container_of_the_service(self):
+        # The relay's lookup (`locate`) is the only one: two running containers of the service leave which
+        # is meant to a guess, so the bridge serves the trial (the reason logged); a stopped one is not
+        # counted, as `docker compose exec` does not pick it.
+        session = "Two." + uuid.uuid4().hex[:8]
+        first, second = (environments.start_compose_container(session) for _ in range(2))
+        for name in (first, second):
+            self.addCleanup(environments.remove_container, name)
+        target, why = core.docker_target(DockerEnvironment(session), RELAY)
+        self.assertIsNone(target)
+        self.assertIn(f"2 running containers of compose project {core.compose_project_name(session)} "
+                      "service main: which one is meant cannot be told", why)
+        environments.docker("stop", "-t", "0", second)
+        target, why = core.docker_target(DockerEnvironment(session), RELAY)
+        first_id = environments.docker("inspect", "-f", "{{.Id}}", first).stdout.strip()
+        self.assertEqual(target, ["--env", f"docker:{first_id}"])
+        environments.docker("stop", "-t", "0", first)
+        target, why = core.docker_target(DockerEnvironment(session), RELAY)
+        self.assertIsNone(target)
+        self.assertIn("0 running containers of compose project", why)
 
     def test_a_uid_1000_subject_reads_its_root_uploaded_request(self):
         t = Trial(self, self.module, "id -u; echo $SECRET_KEY | wc -c", run_args=("--user", "1000:1000"))
