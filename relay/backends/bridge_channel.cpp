@@ -1,7 +1,7 @@
 // The bridge's request/reply channel (see bridge_channel.hpp).
 #include "relay/backends/bridge_channel.hpp"
 
-#include "contracts/wire_json.hpp"
+#include "contracts/bridge_messages.hpp"
 #include "relay/trial/log.hpp"
 
 #include <fcntl.h>
@@ -25,22 +25,11 @@ using namespace asio::experimental::awaitable_operators;
 // A reply carries at most the adapter's capped stdout and stderr (4 MiB each) in JSON.
 constexpr std::size_t reply_line_limit = std::size_t{20} * 1024 * 1024;
 
-boost::json::value text_or_null(const std::string& text) {
-    return text.empty() ? boost::json::value(nullptr) : boost::json::value(text);
-}
-
-std::string string_field(const boost::json::object& o, std::string_view key) {
-    const auto* v = o.if_contains(key);
-    return v != nullptr && v->is_string() ? std::string(v->get_string()) : std::string();
-}
-
-boost::system::result<exec_output, relay_error> exec_output_of(const boost::json::object& reply) {
-    const auto* code = reply.if_contains("returnCode");
-    if (code == nullptr || !code->is_int64()) {
+boost::system::result<exec_output, relay_error> exec_output_of(const contracts::bridge_reply& reply) {
+    if (!reply.return_code) {
         return relay_error{relay_errc::bridge, "the adapter's reply has no returnCode"};
     }
-    return exec_output{static_cast<int>(code->get_int64()), string_field(reply, "stdout"),
-                       string_field(reply, "stderr")};
+    return exec_output{static_cast<int>(*reply.return_code), reply.stdout_text, reply.stderr_text};
 }
 
 } // namespace
@@ -60,17 +49,16 @@ bridge_channel::~bridge_channel() {
     socket_.close(ignored);
 }
 
-asio::awaitable<boost::system::result<boost::json::object, relay_error>>
-bridge_channel::call(boost::json::object request, std::chrono::milliseconds deadline) {
+asio::awaitable<boost::system::result<contracts::bridge_reply, relay_error>>
+bridge_channel::call(contracts::bridge_request request, std::chrono::milliseconds deadline) {
     if (broken_) {
         co_return relay_error{relay_errc::bridge, *broken_};
     }
     const std::int64_t id = next_id_++;
     ++calls_;
-    request["id"] = id;
     auto slot = std::make_shared<reply_slot>(executor_, 1);
     pending_.emplace(id, slot);
-    outbox_.push_back(contracts::to_wire(request) + "\n");
+    outbox_.push_back(contracts::serialize_bridge_request(id, request));
     // The writer and the reader belong to this channel (which outlives the io_context's run: the backend
     // owns it); one that fails breaks the bridge, which fails every call in flight with the reason.
     if (!writing_) {
@@ -102,19 +90,17 @@ bridge_channel::call(boost::json::object request, std::chrono::milliseconds dead
         socket_.cancel(ignored);
     }
     if (first.index() == 1) {
-        const std::string op = string_field(request, "op");
-        co_return relay_error{relay_errc::bridge, "the trial runner's environment did not answer " + op +
-                                                      " within " + std::to_string(deadline.count() / 1000) +
-                                                      " s"};
+        co_return relay_error{relay_errc::bridge, "the trial runner's environment did not answer " +
+                                                      std::string(contracts::op_name(request)) + " within " +
+                                                      std::to_string(deadline.count() / 1000) + " s"};
     }
     auto [ec, reply] = std::get<0>(std::move(first));
     if (ec) {
         co_return relay_error{relay_errc::bridge, broken_.value_or("the bridge closed")};
     }
-    const auto* ok = reply.if_contains("ok");
-    if (ok == nullptr || !ok->is_bool() || !ok->get_bool()) {
-        const auto why = string_field(reply, "error");
-        co_return relay_error{relay_errc::bridge, why.empty() ? "the adapter refused the request" : why};
+    if (!reply.ok) {
+        co_return relay_error{relay_errc::bridge,
+                              reply.error.empty() ? "the adapter refused the request" : reply.error};
     }
     co_return reply;
 }
@@ -150,13 +136,12 @@ asio::awaitable<void> bridge_channel::read_replies() {
         line.assign(asio::buffers_begin(buffer.data()),
                     asio::buffers_begin(buffer.data()) + static_cast<std::ptrdiff_t>(n - 1));
         buffer.consume(n);
-        auto reply = contracts::parse_object(line, reply_line_limit);
-        const auto* id = reply ? reply->if_contains("id") : nullptr;
-        if (id == nullptr || !id->is_int64()) {
-            fail_all("the adapter sent an unreadable reply");
+        auto reply = contracts::parse_bridge_reply(line, reply_line_limit);
+        if (!reply) {
+            fail_all(reply.error().message);
             break;
         }
-        const auto found = pending_.find(id->get_int64());
+        const auto found = pending_.find(reply->id);
         if (found != pending_.end()) {
             auto slot = found->second;
             pending_.erase(found);
@@ -180,12 +165,12 @@ void bridge_channel::fail_all(const std::string& why) {
     auto pending = std::move(pending_);
     pending_.clear();
     for (auto& [id, slot] : pending) {
-        slot->try_send(asio::error::broken_pipe, boost::json::object{});
+        slot->try_send(asio::error::broken_pipe, contracts::bridge_reply{});
     }
 }
 
 asio::awaitable<boost::system::result<exec_output, relay_error>>
-bridge_channel::call_exec(boost::json::object request, std::chrono::milliseconds deadline) {
+bridge_channel::call_exec(contracts::bridge_request request, std::chrono::milliseconds deadline) {
     auto reply = co_await call(std::move(request), deadline);
     if (!reply) {
         co_return reply.error();
@@ -194,7 +179,7 @@ bridge_channel::call_exec(boost::json::object request, std::chrono::milliseconds
 }
 
 asio::awaitable<boost::system::result<void, relay_error>>
-bridge_channel::call_done(boost::json::object request, std::chrono::milliseconds deadline) {
+bridge_channel::call_done(contracts::bridge_request request, std::chrono::milliseconds deadline) {
     auto reply = co_await call(std::move(request), deadline);
     if (!reply) {
         co_return reply.error();
@@ -202,38 +187,30 @@ bridge_channel::call_done(boost::json::object request, std::chrono::milliseconds
     co_return boost::system::result<void, relay_error>{};
 }
 
+// Each request is a named variable before the co_await: GCC 12 destroys a temporary built inside a
+// co_await's operands twice (a double free seen in the bridge tests).
 asio::awaitable<boost::system::result<exec_output, relay_error>>
 bridge_channel::exec(bridge_exec request, std::chrono::milliseconds deadline) {
-    boost::json::object o{{"op", "exec"},
-                          {"command", request.command},
-                          {"cwd", text_or_null(request.cwd)},
-                          {"user", text_or_null(request.user)},
-                          {"timeoutSec", request.timeout ? boost::json::value(request.timeout->count())
-                                                         : boost::json::value(nullptr)},
-                          {"onAbandon", text_or_null(request.on_abandon)}};
-    if (!request.on_abandon_source.empty()) {
-        o["onAbandonUpload"] =
-            boost::json::object{{"source", request.on_abandon_source}, {"target", request.on_abandon_target}};
-    }
-    co_return co_await call_exec(std::move(o), deadline);
+    contracts::bridge_request wire = std::move(request);
+    co_return co_await call_exec(std::move(wire), deadline);
 }
 
 asio::awaitable<boost::system::result<exec_output, relay_error>>
 bridge_channel::service_exec(std::string service, std::string command, std::chrono::milliseconds deadline) {
-    boost::json::object o{{"op", "service_exec"}, {"service", service}, {"command", command}};
-    co_return co_await call_exec(std::move(o), deadline);
+    contracts::bridge_request wire = contracts::bridge_service_exec{std::move(service), std::move(command)};
+    co_return co_await call_exec(std::move(wire), deadline);
 }
 
 asio::awaitable<boost::system::result<void, relay_error>>
 bridge_channel::upload(std::string source, std::string target, std::chrono::milliseconds deadline) {
-    boost::json::object o{{"op", "upload"}, {"source", source}, {"target", target}};
-    co_return co_await call_done(std::move(o), deadline);
+    contracts::bridge_request wire = contracts::bridge_upload{std::move(source), std::move(target)};
+    co_return co_await call_done(std::move(wire), deadline);
 }
 
 asio::awaitable<boost::system::result<void, relay_error>>
 bridge_channel::stop(std::chrono::milliseconds deadline) {
-    boost::json::object o{{"op", "stop"}};
-    co_return co_await call_done(std::move(o), deadline);
+    contracts::bridge_request wire = contracts::bridge_stop{};
+    co_return co_await call_done(std::move(wire), deadline);
 }
 
 } // namespace maka_eval::relay

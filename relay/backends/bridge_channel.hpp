@@ -1,24 +1,12 @@
-// The relay's side of the bridge: NDJSON requests to the trial runner's adapter over an inherited socket.
+// The relay's side of the bridge: requests to the trial runner's adapter over an inherited socket.
 //
 // The adapter (relay/harbor) owns the trial runner's environment object; the relay asks it to act on it.
-// Requests carry an `id` and may overlap (the subject's run is in flight while a cancel is asked for), so
-// replies are matched by id, not by order:
-//   relay → adapter  {"id":N,"op":"exec","command":S,"cwd":S|null,"user":S|null,"timeoutSec":N|null,
-//                     "onAbandon":S|null,"onAbandonUpload":{"source":HOST_PATH,"target":PATH}|null}
-//                    {"id":N,"op":"upload","source":HOST_PATH,"target":PATH}
-//                    {"id":N,"op":"service_exec","service":S,"command":S}
-//                    {"id":N,"op":"stop"}
-//   adapter → relay  {"id":N,"ok":true,"returnCode":N,"stdout":S,"stderr":S}   (exec, service_exec)
-//                    {"id":N,"ok":true}                                          (upload, stop)
-//                    {"id":N,"ok":false,"error":S}
-// `onAbandon` is the command the adapter runs (as the same `user`) if the relay vanishes while that exec is
-// in flight (the bridge's dead-man switch: the run exec has no stdin to close), after uploading
-// `onAbandonUpload` when given (the helper the command runs, which a root subject may have deleted). Every
-// call has a deadline;
-// EOF on the socket fails every call in flight at once. The adapter's side is
-// relay/harbor/maka_eval_relay/agent.py.
+// The messages and their wire form are contracts/bridge_messages.hpp. Requests may overlap; replies are
+// matched by id. Every call has a deadline; EOF on the socket fails every call in flight at once. The
+// adapter's side is relay/harbor/maka_eval_relay/agent.py.
 #pragma once
 
+#include "contracts/bridge_messages.hpp"
 #include "relay/trial/backend.hpp"
 
 #include <chrono>
@@ -32,20 +20,10 @@
 #include <boost/asio/experimental/channel.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/streambuf.hpp>
-#include <boost/json/object.hpp>
 
 namespace maka_eval::relay {
 
-// An exec request; empty strings mean "the environment's default".
-struct bridge_exec {
-    std::string command; // a shell command line, as the trial runner's exec takes it
-    std::string cwd;
-    std::string user;
-    std::optional<std::chrono::seconds> timeout;
-    std::string on_abandon;
-    std::string on_abandon_source{}; // with on_abandon_target: uploaded before `on_abandon` runs
-    std::string on_abandon_target{};
-};
+using contracts::bridge_exec;
 
 class bridge_channel {
   public:
@@ -68,13 +46,13 @@ class bridge_channel {
     void abandon(const std::string& why);
 
   private:
-    using reply_slot = asio::experimental::channel<void(boost::system::error_code, boost::json::object)>;
-    asio::awaitable<boost::system::result<boost::json::object, relay_error>>
-    call(boost::json::object request, std::chrono::milliseconds deadline);
+    using reply_slot = asio::experimental::channel<void(boost::system::error_code, contracts::bridge_reply)>;
+    asio::awaitable<boost::system::result<contracts::bridge_reply, relay_error>>
+    call(contracts::bridge_request request, std::chrono::milliseconds deadline);
     // `call` for the two reply shapes: an exec's output, or a bare acknowledgement.
     asio::awaitable<boost::system::result<exec_output, relay_error>>
-    call_exec(boost::json::object request, std::chrono::milliseconds deadline);
-    asio::awaitable<boost::system::result<void, relay_error>> call_done(boost::json::object request,
+    call_exec(contracts::bridge_request request, std::chrono::milliseconds deadline);
+    asio::awaitable<boost::system::result<void, relay_error>> call_done(contracts::bridge_request request,
                                                                         std::chrono::milliseconds deadline);
     asio::awaitable<void> read_replies();
     asio::awaitable<void> write_queued();

@@ -5,6 +5,7 @@
 #include "contracts/receipt.hpp"
 #include "contracts/wire_json.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -39,11 +40,18 @@ bool type_matches(const json::object& schema, const json::value& value) {
     if (type == nullptr) {
         return true; // oneOf and the like: checked by the message tests
     }
-    const auto& t = type->as_string();
-    return (t == "string" && value.is_string()) ||
-           (t == "integer" && (value.is_int64() || value.is_uint64())) ||
-           (t == "boolean" && value.is_bool()) || (t == "array" && value.is_array()) ||
-           (t == "object" && value.is_object());
+    const auto one = [&value](const json::string& t) {
+        return (t == "string" && value.is_string()) ||
+               (t == "integer" && (value.is_int64() || value.is_uint64())) ||
+               (t == "boolean" && value.is_bool()) || (t == "array" && value.is_array()) ||
+               (t == "object" && value.is_object()) || (t == "null" && value.is_null());
+    };
+    if (type->is_array()) { // ["string", "null"]: any of them
+        const auto& types = type->as_array();
+        return std::any_of(types.begin(), types.end(),
+                           [&](const json::value& t) { return one(t.as_string()); });
+    }
+    return one(type->as_string());
 }
 
 void check_against(const json::object& schema, const json::object& message) {
@@ -90,6 +98,27 @@ TEST_CASE("every session golden line conforms to its schema") {
     CHECK(checked == 10);
 }
 
+TEST_CASE("every bridge golden line conforms to its schema, nested objects included") {
+    std::ifstream file(std::string(MAKA_EVAL_TEST_DATA) + "/contracts/vectors/bridge-messages.jsonl");
+    std::string raw;
+    int checked = 0;
+    while (std::getline(file, raw)) {
+        const auto entry = parse_object(raw, 1 << 20).value();
+        const auto message = parse_object(std::string(entry.at("line").as_string()), 1 << 20).value();
+        CAPTURE(entry.at("name"));
+        const auto schema = load(std::string(entry.at("schema").as_string()));
+        check_against(schema, message);
+        for (const auto& member : message) {
+            const auto& property = schema.at("properties").as_object().at(member.key()).as_object();
+            if (member.value().is_object() && property.contains("properties")) {
+                check_against(property, member.value().as_object());
+            }
+        }
+        ++checked;
+    }
+    CHECK(checked == 11);
+}
+
 TEST_CASE("the artifacts' receipt conforms to its schema, an incomplete artifact's reason included") {
     const auto schema = load("receipt");
     const std::vector<artifact_receipt> entries{
@@ -104,14 +133,14 @@ TEST_CASE("the artifacts' receipt conforms to its schema, an incomplete artifact
     }
 }
 
-TEST_CASE("the schema directory holds exactly the messages of both protocols, and the receipt") {
+TEST_CASE("the schema directory holds exactly the messages of the three protocols, and the receipt") {
     int count = 0;
     for (const auto& entry :
          std::filesystem::directory_iterator(std::string(MAKA_EVAL_TEST_DATA) + "/../contracts/schema")) {
         CHECK(entry.path().string().ends_with(".schema.json"));
         ++count;
     }
-    CHECK(count == 14);
+    CHECK(count == 19);
 }
 
 } // namespace

@@ -1,7 +1,7 @@
 """The adapter between a trial runner (Harbor 0.20, Pier 0.3) and the C++ ``maka-eval-relay``.
 
 ``run()`` starts ``maka-eval-relay connect`` and serves the relay's requests on the trial runner's
-environment object over a socketpair (the bridge; protocol in ``relay/backends/bridge_channel.hpp``): exec,
+environment object over a socketpair (the bridge; protocol in ``contracts/bridge_messages.hpp``): exec,
 upload_file, service_exec (Harbor only) and stop(delete=True). Everything about the trial itself — the
 orchestrator protocol, the egress gate, supervising and settling the subject — happens in the relay and
 the helper. When the environment is Harbor's DockerEnvironment (found by Harbor's own attributes: its

@@ -227,6 +227,83 @@ class UnitTest(unittest.TestCase):
         self.assertIn("--compose-project P", done.stdout)
         self.assertNotIn("--teardown-timeout-ms", done.stdout)
 
+    def test_the_adapter_answers_every_golden_bridge_request_within_the_reply_schema(self):
+        # The adapter's half of the bridge contract (contracts/bridge_messages.hpp): each request line the
+        # relay writes (tests/contracts/vectors/bridge-messages.jsonl, whose bytes the C++ tests produce)
+        # reaches the environment as the runner's own call, and every reply it writes, success or failure,
+        # has only the reply schema's keys, of their types, with the request's id.
+        vectors = [json.loads(line) for line in
+                   (ROOT / "tests" / "contracts" / "vectors" / "bridge-messages.jsonl").read_text().splitlines()]
+        schema = json.loads((ROOT / "contracts" / "schema" / "bridge-reply.schema.json").read_text())
+        types = {"boolean": bool, "integer": int, "string": str}
+
+        class Result:
+            return_code, stdout, stderr = 3, "out \u00e9", "err"
+
+        class Env:
+            def __init__(self, fail: bool):
+                self.fail, self.calls = fail, []
+
+            async def _call(self, *call):
+                self.calls.append(call)
+                if self.fail:
+                    raise RuntimeError("Command timed out after 60 seconds")
+                return Result()
+
+            async def exec(self, command, cwd=None, env=None, timeout_sec=None, user=None):
+                return await self._call("exec", command, cwd, timeout_sec, user)
+
+            async def service_exec(self, command, service):
+                return await self._call("service_exec", service, command)
+
+            async def upload_file(self, source, target):
+                return await self._call("upload", str(source), target)
+
+            async def stop(self, delete):
+                return await self._call("stop", delete)
+
+        class Writer:
+            def __init__(self):
+                self.lines = []
+
+            def is_closing(self):
+                return False
+
+            def write(self, data):
+                self.lines.append(data.decode())
+
+            async def drain(self):
+                pass
+
+        requests = [json.loads(v["line"]) for v in vectors if v["schema"] != "bridge-reply"]
+        self.assertEqual(len(requests), 6)
+        for fail in (False, True):
+            env = Env(fail)
+            bridge = core._Bridge(None, env, "harbor")
+            bridge._writer = Writer()
+            for request in requests:
+                asyncio.run(bridge._answer(request))
+            self.assertEqual(len(bridge._writer.lines), len(requests))
+            for request, line in zip(requests, bridge._writer.lines):
+                with self.subTest(op=request["op"], fail=fail):
+                    self.assertTrue(line.endswith("\n") and line.count("\n") == 1)
+                    reply = json.loads(line)
+                    self.assertEqual(reply["id"], request["id"])
+                    self.assertTrue(set(schema["required"]) <= set(reply) <= set(schema["properties"]), reply)
+                    for key, value in reply.items():
+                        self.assertIsInstance(value, types[schema["properties"][key]["type"]], key)
+                    self.assertEqual(reply["ok"], not fail)
+                    if not fail and request["op"] in ("exec", "service_exec"):
+                        self.assertEqual((reply["returnCode"], reply["stdout"]), (3, "out \u00e9"))
+            if not fail:  # what the environment was asked: the request's own fields, as the runner takes them
+                run = requests[0]
+                self.assertEqual(env.calls[0], ("exec", run["command"], run["cwd"], None, run["user"]))
+                self.assertEqual(env.calls[1], ("exec", requests[1]["command"], None, 60, None))
+                self.assertIn(("service_exec", "harbor-docker-egress-control-sidecar",
+                               "readlink /proc/self/ns/net"), env.calls)
+                self.assertIn(("upload", requests[4]["source"], requests[4]["target"]), env.calls)
+                self.assertEqual(env.calls[-1], ("stop", True))
+
     def test_pier_refuses_service_exec_clearly(self):
         bridge = core._Bridge(None, PierDockerEnvironment("unused"), "pier")
         reply = asyncio.run(bridge._service_exec({"command": "true", "service": "s"}))
