@@ -19,8 +19,9 @@ constexpr std::string_view usage = R"(usage: maka-eval-helper COMMAND [OPTIONS]
 The in-container side of maka-eval-relay: a static supervisor that needs nothing from the image.
 
 commands:
-  session [--user U]                    relay session: NDJSON requests on stdin, reports on stdout;
-                                        as root, the subject runs as U (docker exec -u syntax)
+  session [--user U] [--heartbeat-ms N] relay session: NDJSON requests on stdin, reports on stdout;
+                                        as root, the subject runs as U (docker exec -u syntax); a
+                                        heartbeat every N ms while it runs (2000, as `hello` says)
   run --request FILE                    one supervised run from a 0600 request file (read, then unlinked)
   cancel --scope FILE [--grace-ms N]    have the supervisor of a scope settle it; exit 0 settled,
                                         3 not running, 1 not settled in time

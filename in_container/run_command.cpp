@@ -67,7 +67,7 @@ int run_command(std::span<const std::string_view> args) {
     if (signal_fd < 0) {
         return refuse(std::string("signalfd: ") + std::strerror(errno));
     }
-    const supervisor_io io{signal_fd, nullptr, nullptr};
+    const supervisor_io io{signal_fd, nullptr, nullptr, contracts::session_heartbeat_ms};
     auto report = supervise(std::get<contracts::run_request>(*message), io);
     if (!report) {
         (void)write_all(STDOUT_FILENO, contracts::serialize(contracts::error_message{

@@ -13,6 +13,7 @@
 #include "in_container/supervisor.hpp"
 
 #include <cerrno>
+#include <charconv>
 #include <csignal>
 #include <cstring>
 #include <optional>
@@ -82,11 +83,22 @@ std::optional<contracts::run_request> await_run(line_reader& control, int signal
 
 int session_command(std::span<const std::string_view> args) {
     std::string user;
-    if (args.size() == 2 && args[0] == "--user" && !args[1].empty()) {
-        user = args[1];
-    } else if (!args.empty()) {
-        log_line("usage: maka-eval-helper session [--user USER[:GROUP]]   (NDJSON on stdin/stdout)");
-        return exit_usage;
+    // The interval is the relay's to rely on (three missed beats: a stopped supervisor); tests and people
+    // watching by hand may shorten it. `hello` says which one is in force.
+    std::uint32_t heartbeat_ms = contracts::session_heartbeat_ms;
+    for (std::size_t i = 0; i < args.size(); i += 2) {
+        const bool has_value = i + 1 < args.size() && !args[i + 1].empty();
+        if (has_value && args[i] == "--user") {
+            user = args[i + 1];
+        } else if (!has_value || args[i] != "--heartbeat-ms" ||
+                   std::from_chars(args[i + 1].data(), args[i + 1].data() + args[i + 1].size(), heartbeat_ms)
+                           .ptr != args[i + 1].data() + args[i + 1].size() ||
+                   heartbeat_ms < 50 || heartbeat_ms > 60000) {
+            log_line(
+                "usage: maka-eval-helper session [--user USER[:GROUP]] [--heartbeat-ms 50..60000]   (NDJSON "
+                "on stdin/stdout)");
+            return exit_usage;
+        }
     }
     const int signal_fd = take_signals();
     if (signal_fd < 0) {
@@ -106,7 +118,7 @@ int session_command(std::span<const std::string_view> args) {
                                       "cannot probe the environment as " + user});
         return exit_failed;
     }
-    hello->heartbeat_ms = contracts::session_heartbeat_ms; // supervise() beats while the subject runs
+    hello->heartbeat_ms = heartbeat_ms; // supervise() beats at this interval while the subject runs
     emit(*hello);
     line_reader control(STDIN_FILENO, contracts::session_line_limit_bytes);
     auto request = await_run(control, signal_fd);
@@ -116,7 +128,7 @@ int session_command(std::span<const std::string_view> args) {
     if (request->user.empty()) {
         request->user = user;
     }
-    const supervisor_io io{signal_fd, &control, &emit};
+    const supervisor_io io{signal_fd, &control, &emit, heartbeat_ms};
     auto report = supervise(*request, io);
     if (!report) {
         emit(contracts::error_message{report.error().code, report.error().message});

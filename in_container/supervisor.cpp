@@ -311,7 +311,7 @@ void supervision::loop() {
     }
     // Session mode: a heartbeat while we run, so that the relay notices a supervisor that was stopped.
     const bool beating = io_.control != nullptr && io_.emit;
-    const auto beat = std::chrono::milliseconds(contracts::session_heartbeat_ms);
+    const auto beat = std::chrono::milliseconds(io_.heartbeat_ms);
     auto next_beat = clock_type::now() + beat;
     while (phase_ != phase::done) {
         int timeout = -1;

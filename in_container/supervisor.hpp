@@ -31,7 +31,8 @@ struct supervision_error {
 struct supervisor_io {
     int signal_fd = -1;             // from take_signals()
     line_reader* control = nullptr; // session mode: further requests (cancel), EOF = relay gone
-    std::function<void(const contracts::session_message&)> emit; // `started`, `error` (session mode)
+    std::function<void(const contracts::session_message&)> emit;  // `started`, `error` (session mode)
+    std::uint32_t heartbeat_ms = contracts::session_heartbeat_ms; // session mode: the interval `hello` said
 };
 
 // Runs `request` to completion. Secrets in `request` are overwritten once the subject has started.

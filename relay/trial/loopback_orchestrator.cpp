@@ -28,6 +28,7 @@ constexpr std::chrono::seconds step_timeout(600);
 
 struct line_result {
     std::optional<std::string> line; // nullopt: EOF, error or timeout
+    bool timed_out = false;
 };
 
 asio::awaitable<line_result> read_line(tcp::socket& socket, std::string& buffer,
@@ -37,7 +38,7 @@ asio::awaitable<line_result> read_line(tcp::socket& socket, std::string& buffer,
                                               as_tuple(use_awaitable)) ||
                        timer.async_wait(as_tuple(use_awaitable)));
     if (r.index() != 0) {
-        co_return line_result{};
+        co_return line_result{std::nullopt, true};
     }
     auto [ec, size] = std::get<0>(r);
     if (ec) {
@@ -192,7 +193,17 @@ asio::awaitable<transcript> loopback_orchestrator::serve() {
         socket.close(ignored);
         co_return t;
     }
-    co_await pause(script_.verify_delay_ms);
+    if (script_.verify_delay_ms > 0) {
+        // The pause ends early when the relay goes away (or speaks out of turn): nothing waits it out.
+        auto early = co_await read_line(socket, buffer, std::chrono::milliseconds(script_.verify_delay_ms));
+        if (!early.timed_out) {
+            if (early.line) {
+                t.received.push_back(std::move(*early.line));
+                t.failure = "relay sent a line after executed";
+            }
+            co_return t;
+        }
+    }
     std::string decision =
         act == misbehaviour::bad_decision
             ? "{\"token\":" + contracts::to_wire(boost::json::string(token_)) + ",\"kind\":\"execute\"}\n"

@@ -321,7 +321,9 @@ TEST_CASE("SIGINT (host teardown) while the subject runs: settled, no executed")
 TEST_CASE("a subject that already exited is never signalled, even on SIGTERM after executed") {
     const marker signalled;
     const marker background;
-    trial t(subject({"--verify-delay-ms", "3000"},
+    // `verify` is held back (for at most 60 s: the orchestrator stops waiting when the relay leaves), so the
+    // SIGTERM surely comes between `executed` and `verify`.
+    trial t(subject({"--verify-delay-ms", "60000"},
                     "(trap '" + signalled.touch() + "' TERM; sleep 30) & echo $! > " +
                         background.path.string() + "; \"$HELPER\" frame '{}'"));
     t.wait_event("executed");
