@@ -176,6 +176,19 @@ TEST_CASE("garbage and oversized lines are transport loss, with a clear message"
     CHECK(o.relay_log.find("exceeds 1048576 bytes") != std::string::npos);
 }
 
+TEST_CASE("an execute line past the original's 64 KiB and under 1 MiB arrives whole") {
+    // The original's reader stopped at 64 KiB; ours takes up to 1 MiB (contracts/limits.hpp), so an
+    // environment of 400 KiB reaches the subject. (Four values: one argv string is capped at 128 KiB.)
+    std::vector<std::string> args;
+    for (const char name : {'A', 'B', 'C', 'D'}) {
+        args.insert(args.end(), {"-e", std::string("BIG_") + name + "=" + std::string(100 * 1024, name)});
+    }
+    trial t(subject(args, "\"$HELPER\" frame \"$(printf '%s' \"$BIG_A$BIG_B$BIG_C$BIG_D\" | wc -c)\""));
+    const auto o = t.finish();
+    CHECK(o.exit_code == relay::exit_success);
+    CHECK(executed_of(o).at("stdout").as_string() == std::to_string(4 * 100 * 1024));
+}
+
 TEST_CASE("the orchestrator closing before or after ready ends the trial without a subject") {
     for (const std::string scenario : {"close-after-accept", "close-after-ready"}) {
         trial t(subject({"--scenario", scenario}, "exit 0"));
