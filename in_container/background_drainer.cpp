@@ -1,6 +1,8 @@
 // The drainer process (see background_drainer.hpp).
 #include "in_container/background_drainer.hpp"
 
+#include "posix/io.hpp"
+
 #include <cerrno>
 #include <csignal>
 #include <fcntl.h>
@@ -22,11 +24,11 @@ namespace {
             if (s.fd < 0 || fds[i].revents == 0) {
                 continue;
             }
-            const ssize_t got = ::read(s.fd, buffer, sizeof buffer);
+            const ssize_t got = posix::read_retry(s.fd, buffer, sizeof buffer);
             std::string_view shown;
             if (got > 0) {
                 (void)s.pass({buffer, static_cast<std::size_t>(got)}, shown);
-            } else if (got == 0 || errno != EINTR) {
+            } else {
                 s.close_pipe();
                 (void)s.finish(shown);
             }
@@ -45,7 +47,7 @@ pid_t drain_in_background(captured_stream& out, captured_stream& err,
     const pid_t pid = ::fork();
     if (pid == 0) {
         // The drainer must not hold the relay's pipes (our stdin, stdout, stderr) or the session never ends.
-        const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+        const int null_fd = posix::open_retry("/dev/null", O_RDWR);
         for (int fd = 0; fd <= 2; ++fd) {
             ::dup2(null_fd, fd);
         }

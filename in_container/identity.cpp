@@ -14,7 +14,8 @@ namespace {
 
 // CAP_SETGID (6) and CAP_SETUID (7) in our effective set: a root without them cannot drop to another user.
 bool may_switch_identity() {
-    const auto status = read_file("/proc/self/status", 1 << 16).value_or(std::string());
+    const auto read = read_file("/proc/self/status", 1 << 16);
+    const std::string status = read ? *read : std::string();
     // The same reading of the capability sets as the egress gate's.
     for (const auto& [name, value] : policy::parse_status(status)) {
         if (name == "CapEff") {
@@ -30,8 +31,10 @@ bool may_switch_identity() {
 
 boost::system::result<policy::subject_identity, std::string> resolve_subject_user(const std::string& spec) {
     // A FROM-scratch image may have neither file: numeric ids still resolve, names do not.
-    const auto passwd = read_file("/etc/passwd", std::size_t{4} << 20U).value_or(std::string());
-    const auto group = read_file("/etc/group", std::size_t{4} << 20U).value_or(std::string());
+    const auto passwd_read = read_file("/etc/passwd", std::size_t{4} << 20U);
+    const auto group_read = read_file("/etc/group", std::size_t{4} << 20U);
+    const std::string passwd = passwd_read ? *passwd_read : std::string();
+    const std::string group = group_read ? *group_read : std::string();
     auto identity = policy::resolve_user(spec, passwd, group);
     if (!identity) {
         // The engine's own wording, so the message reads as `docker exec -u` would have said it.

@@ -13,53 +13,6 @@
 
 namespace maka_eval::in_container {
 
-bool write_all(int fd, std::string_view data) {
-    while (!data.empty()) {
-        const ssize_t written = ::write(fd, data.data(), data.size());
-        if (written < 0 && errno == EINTR) {
-            continue;
-        }
-        if (written <= 0) {
-            // A write that takes nothing would loop for ever: a failure, as relay/support/posix_io's is.
-            if (written == 0) {
-                errno = EIO;
-            }
-            return false;
-        }
-        data.remove_prefix(static_cast<std::size_t>(written));
-    }
-    return true;
-}
-
-std::optional<std::string> read_all(int fd, std::size_t limit) {
-    std::string out;
-    char buffer[65536];
-    while (true) {
-        const ssize_t got = ::read(fd, buffer, sizeof buffer);
-        if (got < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            return std::nullopt;
-        }
-        if (got == 0) {
-            return out;
-        }
-        if (out.size() + static_cast<std::size_t>(got) > limit) {
-            return std::nullopt;
-        }
-        out.append(buffer, static_cast<std::size_t>(got));
-    }
-}
-
-int open_retry(const std::string& path, int flags, unsigned mode, int directory) {
-    int fd = -1;
-    do {
-        fd = ::openat(directory, path.c_str(), flags | O_CLOEXEC, static_cast<mode_t>(mode));
-    } while (fd < 0 && errno == EINTR);
-    return fd;
-}
-
 std::string unique_suffix() {
     return std::to_string(::getpid()) + "-" +
            std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
@@ -119,16 +72,6 @@ void close_inherited_descriptors() {
     for (long fd = 3; fd < (most > 0 ? most : 1024); ++fd) {
         (void)::close(static_cast<int>(fd));
     }
-}
-
-std::optional<std::string> read_file(const std::string& path, std::size_t limit) {
-    const int fd = open_retry(path, O_RDONLY);
-    if (fd < 0) {
-        return std::nullopt;
-    }
-    auto content = read_all(fd, limit);
-    ::close(fd);
-    return content;
 }
 
 void log_line(std::string_view message) {

@@ -1,5 +1,8 @@
-// Small, EINTR-safe POSIX I/O used across the helper: whole writes, whole reads, close-on-exec opens.
+// The helper's I/O: the shared whole writes, bounded reads and close-on-exec opens (posix/io.hpp), and what
+// only a root helper needs — directories walked without following links, entries moved aside, the log line.
 #pragma once
+
+#include "posix/io.hpp"
 
 #include <cstddef>
 #include <fcntl.h>
@@ -9,15 +12,12 @@
 
 namespace maka_eval::in_container {
 
-// Writes all of `data` (retrying EINTR and short writes); false on any other error.
-bool write_all(int fd, std::string_view data);
-// Reads until EOF, at most `limit` bytes (nullopt on error or when the input is longer).
-std::optional<std::string> read_all(int fd, std::size_t limit);
-// Reads a whole file (O_CLOEXEC, O_NOFOLLOW not implied), at most `limit` bytes.
-std::optional<std::string> read_file(const std::string& path, std::size_t limit);
-// openat(2) retried on EINTR; O_CLOEXEC is always added. -1 with errno on failure. `directory`: a descriptor
-// for a relative `path` (AT_FDCWD: the working directory).
-int open_retry(const std::string& path, int flags, unsigned mode = 0, int directory = AT_FDCWD);
+// The shared POSIX I/O (posix/io.hpp), the helper's vocabulary everywhere.
+using posix::open_retry;
+using posix::read_all;
+using posix::read_file;
+using posix::write_all;
+
 // The directory at `path` as it exists when it is a real directory (whoever owns it), its missing components
 // created with `mode` (the original created /logs/artifacts 0700); never through a symbolic link, at any
 // component. An O_PATH descriptor, or -1 with errno (ELOOP when the component at fault is a symbolic link)

@@ -2,6 +2,7 @@
 #include "in_container/line_reader.hpp"
 
 #include "contracts/secret.hpp"
+#include "posix/io.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -11,10 +12,7 @@ namespace maka_eval::in_container {
 
 line_reader::fill_result line_reader::fill() {
     char chunk[65536];
-    ssize_t got = 0;
-    do {
-        got = ::read(fd_, chunk, sizeof chunk);
-    } while (got < 0 && errno == EINTR);
+    const ssize_t got = posix::read_retry(fd_, chunk, sizeof chunk);
     if (got < 0) {
         return errno == EAGAIN ? fill_result::data : fill_result::error;
     }

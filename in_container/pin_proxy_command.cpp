@@ -65,7 +65,7 @@ int pin_proxy_command(std::span<const std::string_view> args) {
     }
     const int fd = *hosts_fd;
     auto old_text = read_all(fd, 16U << 20U);
-    const std::string new_text = policy::rewrite_hosts(old_text.value_or(""), *checked, *ip);
+    const std::string new_text = policy::rewrite_hosts(old_text ? *old_text : std::string(), *checked, *ip);
     const bool written = old_text && ::lseek(fd, 0, SEEK_SET) == 0 && write_all(fd, new_text) &&
                          ::ftruncate(fd, static_cast<off_t>(new_text.size())) == 0 && ::fsync(fd) == 0;
     const int saved = errno;

@@ -51,7 +51,11 @@ std::optional<contracts::hello_message> probe_as(const policy::subject_identity&
         ::_exit(0);
     }
     ::close(pipe_fds[1]);
-    auto text = pid > 0 ? read_all(pipe_fds[0], 1 << 20) : std::nullopt;
+    std::optional<std::string> text;
+    if (auto read = pid > 0 ? read_all(pipe_fds[0], 1 << 20) : boost::system::result<std::string>();
+        pid > 0 && read) {
+        text = std::move(*read);
+    }
     ::close(pipe_fds[0]);
     int status = 0;
     while (pid > 0 && ::waitpid(pid, &status, 0) < 0 && errno == EINTR) {

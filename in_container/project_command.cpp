@@ -35,10 +35,7 @@ int project_command(std::span<const std::string_view> args) {
     contracts::carrier carrier;
     char buffer[65536];
     while (true) {
-        const ssize_t got = ::read(STDIN_FILENO, buffer, sizeof buffer);
-        if (got < 0 && errno == EINTR) {
-            continue;
-        }
+        const ssize_t got = posix::read_retry(STDIN_FILENO, buffer, sizeof buffer);
         if (got < 0) {
             log_line("project: stdin could not be read");
             return exit_failed;

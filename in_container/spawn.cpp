@@ -5,6 +5,7 @@
 #include "in_container/io.hpp"
 #include "in_container/oom_score.hpp"
 #include "in_container/process_table.hpp"
+#include "posix/executable_search.hpp"
 
 #include <cerrno>
 #include <csignal>
@@ -92,25 +93,6 @@ namespace {
 
 } // namespace
 
-std::vector<std::string> exec_candidates(const std::string& name, const char* path) {
-    if (name.find('/') != std::string::npos) {
-        return {name};
-    }
-    const std::string search = path != nullptr && *path != '\0' ? path : "/bin:/usr/bin";
-    std::vector<std::string> out;
-    std::size_t begin = 0;
-    while (true) {
-        const auto end = search.find(':', begin);
-        std::string dir = search.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
-        out.push_back((dir.empty() ? std::string(".") : dir) + "/" + name);
-        if (end == std::string::npos) {
-            break;
-        }
-        begin = end + 1;
-    }
-    return out;
-}
-
 spawn_outcome spawn_subject(const spawn_plan& plan) {
     // argv, envp, the exec candidates and the groups are built before fork. The child still allocates on its
     // failure paths (error messages) and reads /proc for its own start time: safe only because the helper
@@ -129,14 +111,14 @@ spawn_outcome spawn_subject(const spawn_plan& plan) {
         }
     }
     envp.push_back(nullptr);
-    const auto candidates = exec_candidates(plan.argv.front(), path);
+    const auto candidates = posix::exec_candidates(plan.argv.front(), path);
     const auto groups = plan.identity ? group_list(*plan.identity) : std::vector<gid_t>();
 
     int status_pipe[2];
     if (::pipe2(status_pipe, O_CLOEXEC) != 0) {
         return {spawn_status::fork_failed, -1, errno};
     }
-    const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    const int null_fd = open_retry("/dev/null", O_RDWR);
     const pid_t pid = null_fd < 0 ? -1 : ::fork();
     if (pid == 0) {
         ::close(status_pipe[0]);
@@ -154,10 +136,7 @@ spawn_outcome spawn_subject(const spawn_plan& plan) {
     char message[1 + sizeof(int)] = {};
     std::size_t got = 0;
     while (got < sizeof message) {
-        const ssize_t n = ::read(status_pipe[0], message + got, sizeof message - got);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
+        const ssize_t n = posix::read_retry(status_pipe[0], message + got, sizeof message - got);
         if (n <= 0) {
             break;
         }

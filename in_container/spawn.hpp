@@ -48,7 +48,4 @@ struct spawn_outcome {
 
 [[nodiscard]] spawn_outcome spawn_subject(const spawn_plan& plan);
 
-// `name` resolved as sh's exec would with `path` (the subject's PATH; empty or unset: /bin:/usr/bin).
-[[nodiscard]] std::vector<std::string> exec_candidates(const std::string& name, const char* path);
-
 } // namespace maka_eval::in_container

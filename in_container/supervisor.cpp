@@ -248,7 +248,7 @@ boost::system::result<report_message, supervision_error> supervision::run() {
                                  std::string("pipe: ") + std::strerror(errno)};
     }
     // captureStdout:false sends stdout where the original's `>/dev/null` sent it.
-    const int null_fd = request_.capture_stdout ? -1 : ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    const int null_fd = request_.capture_stdout ? -1 : open_retry("/dev/null", O_WRONLY);
     const auto self = read_status(::getpid());
     spawn_plan plan;
     plan.argv = request_.argv;
@@ -455,10 +455,7 @@ void supervision::start_draining(std::uint32_t ms) {
 
 void supervision::on_stream(captured_stream& stream, bool is_stdout) {
     char buffer[65536];
-    ssize_t got = 0;
-    do {
-        got = ::read(stream.fd, buffer, sizeof buffer);
-    } while (got < 0 && errno == EINTR);
+    const ssize_t got = posix::read_retry(stream.fd, buffer, sizeof buffer);
     std::string_view shown;
     bool kept = true;
     if (got <= 0) {

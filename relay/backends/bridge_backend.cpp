@@ -6,10 +6,10 @@
 #include "contracts/secret.hpp"
 #include "contracts/session_messages.hpp"
 #include "policy/egress_gate.hpp"
+#include "posix/io.hpp"
 #include "relay/backends/bridge_channel.hpp"
 #include "relay/backends/helper_binary.hpp"
 #include "relay/support/event_queue.hpp"
-#include "relay/support/posix_io.hpp"
 #include "relay/support/random_hex.hpp"
 #include "relay/trial/log.hpp"
 
@@ -113,11 +113,8 @@ class staged_request {
         }
         dir_ = pattern;
         file_ = dir_ + "/run.json";
-        const int fd = ::open(file_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        const bool written = fd >= 0 && write_all(fd, line);
-        if (fd >= 0) {
-            ::close(fd);
-        }
+        const posix::unique_fd fd(posix::open_retry(file_, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600));
+        const bool written = fd && posix::write_all(fd.get(), line);
         if (!written) {
             return relay_error{relay_errc::environment,
                                "cannot write the run request: " + std::string(std::strerror(errno))};

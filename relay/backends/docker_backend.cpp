@@ -3,6 +3,7 @@
 
 #include "contracts/limits.hpp"
 #include "contracts/session_messages.hpp"
+#include "posix/io.hpp"
 #include "relay/backends/helper_binary.hpp"
 #include "relay/backends/install_record.hpp"
 #include "relay/backends/installed_helper.hpp"
@@ -11,8 +12,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <unistd.h>
 
 #include <boost/asio/as_tuple.hpp>
@@ -365,9 +364,8 @@ class docker_backend final : public backend {
 
     // The helper binary, whole (1.7 MB): only read when it goes into a container.
     [[nodiscard]] std::optional<std::string> read_helper() const {
-        std::ifstream in(helper_on_host_, std::ios::binary);
-        std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-        return in.bad() || bytes.empty() ? std::nullopt : std::optional<std::string>(std::move(bytes));
+        auto bytes = posix::read_file(helper_on_host_, std::size_t{256} << 20U);
+        return !bytes || bytes->empty() ? std::nullopt : std::optional<std::string>(std::move(*bytes));
     }
 
     // A root shell that reads exactly `size` bytes of stdin into the helper's content-addressed path (through

@@ -1,23 +1,17 @@
 // Finding the helper and naming it by its content (see helper_binary.hpp).
-// clang-format off
-#include "relay/support/boost_process_prelude.hpp" // first: see there
-// clang-format on
-
 #include "relay/backends/helper_binary.hpp"
 
 #include "contracts/digest.hpp"
+#include "posix/executable_search.hpp"
+#include "posix/io.hpp"
 
 #include <array>
 #include <cerrno>
+#include <fcntl.h>
 #include <filesystem>
-#include <fstream>
 #include <unistd.h>
 
-#include <boost/process/v2/environment.hpp>
-
 namespace maka_eval::relay {
-
-namespace bp = boost::process::v2;
 
 boost::system::result<std::string, relay_error> locate_helper(const std::string& configured) {
     namespace fs = std::filesystem;
@@ -43,9 +37,9 @@ boost::system::result<std::string, relay_error> locate_helper(const std::string&
             return helper_path(boost::system::in_place_value, candidate.string());
         }
     }
-    const auto found = bp::environment::find_executable("maka-eval-helper");
-    if (!found.empty()) {
-        return helper_path(boost::system::in_place_value, found.string());
+    const auto path = process_env("PATH");
+    if (auto found = posix::find_executable("maka-eval-helper", path ? path->c_str() : nullptr)) {
+        return helper_path(boost::system::in_place_value, std::move(*found));
     }
     return relay_error{relay_errc::environment,
                        "maka-eval-helper was not found: pass --helper PATH or set MAKA_EVAL_HELPER"};
@@ -68,15 +62,16 @@ boost::system::result<std::string, relay_error> helper_to_upload(const common_op
 
 boost::system::result<std::string, relay_error> helper_digest(const std::string& path) {
     // Hashed in chunks: the binary is only held in memory when it must be uploaded.
-    std::ifstream in(path, std::ios::binary);
+    const posix::unique_fd fd(posix::open_retry(path, O_RDONLY));
     contracts::sha256 digest;
     std::array<char, 65536> chunk{};
     std::size_t size = 0;
-    while (in.read(chunk.data(), chunk.size()) || in.gcount() > 0) {
-        digest.update({chunk.data(), static_cast<std::size_t>(in.gcount())});
-        size += static_cast<std::size_t>(in.gcount());
+    ssize_t got = 0;
+    while (fd && (got = posix::read_retry(fd.get(), chunk.data(), chunk.size())) > 0) {
+        digest.update({chunk.data(), static_cast<std::size_t>(got)});
+        size += static_cast<std::size_t>(got);
     }
-    if (size == 0) {
+    if (size == 0 || got < 0) {
         return relay_error{relay_errc::environment, "cannot read " + path};
     }
     return boost::system::result<std::string, relay_error>(boost::system::in_place_value, digest.hex());

@@ -1,6 +1,8 @@
 // The host-side record of helper installs (see install_record.hpp).
 #include "relay/backends/install_record.hpp"
 
+#include "posix/io.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -18,11 +20,7 @@ namespace {
 constexpr auto entry_lifetime = std::chrono::hours(24);
 
 int open_directory(int at, const std::string& path) {
-    int fd = -1;
-    do {
-        fd = ::openat(at, path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    } while (fd < 0 && errno == EINTR);
-    return fd;
+    return posix::open_retry(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0, at);
 }
 
 // `path`'s directory, made if missing inside a parent that is ours (or root's) and closed to others (or
@@ -172,11 +170,9 @@ void install_record::add(std::string_view container_id, std::string_view helper)
             (void)::unlinkat(directory_, name.c_str(), 0);
         }
     }
-    const int fd = ::openat(directory_, entry_name(container_id, helper).c_str(),
-                            O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-        ::close(fd);
-    }
+    // Its existence is the record: made and closed at once.
+    (void)posix::unique_fd(posix::open_retry(entry_name(container_id, helper),
+                                             O_WRONLY | O_CREAT | O_NOFOLLOW, 0600, directory_));
 }
 
 void install_record::forget(std::string_view container_id) const {

@@ -2,8 +2,8 @@
 #include "relay/backends/installed_helper.hpp"
 
 #include "contracts/digest.hpp"
+#include "posix/io.hpp"
 #include "relay/engine/tar_archive.hpp"
-#include "relay/support/posix_io.hpp"
 
 #include <algorithm>
 #include <array>
@@ -17,24 +17,7 @@ namespace maka_eval::relay {
 namespace {
 
 // A descriptor closed when it goes out of scope.
-class owned_fd {
-  public:
-    explicit owned_fd(int fd) : fd_(fd) {}
-    owned_fd(const owned_fd&) = delete;
-    owned_fd& operator=(const owned_fd&) = delete;
-    owned_fd(owned_fd&&) = delete;
-    owned_fd& operator=(owned_fd&&) = delete;
-    ~owned_fd() {
-        if (fd_ >= 0) {
-            ::close(fd_);
-        }
-    }
-    [[nodiscard]] int get() const { return fd_; }
-    [[nodiscard]] bool valid() const { return fd_ >= 0; }
-
-  private:
-    int fd_;
-};
+using posix::unique_fd;
 
 // Up to `size` bytes at `offset`, retrying EINTR and short reads; how many arrived (fewer only at the end),
 // -1 on an error.
@@ -83,22 +66,20 @@ std::optional<installed_copy> compare_on_this_host(long pid, std::string_view co
     }
     // One descriptor for the process: its cgroup and its root are then that process's, even if the pid
     // were reused meanwhile (the opens below fail once it is gone).
-    const owned_fd process(
-        ::open(("/proc/" + std::to_string(pid)).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (!process.valid()) {
+    const unique_fd process(posix::open_retry("/proc/" + std::to_string(pid), O_PATH | O_DIRECTORY));
+    if (!process) {
         return std::nullopt;
     }
-    const owned_fd cgroup(::openat(process.get(), "cgroup", O_RDONLY | O_CLOEXEC));
-    if (!cgroup.valid()) {
+    const unique_fd cgroup(posix::open_retry("cgroup", O_RDONLY, 0, process.get()));
+    if (!cgroup) {
         return std::nullopt;
     }
-    const auto groups = read_secret(cgroup.get(), 1U << 16U);
+    const auto groups = posix::read_all(cgroup.get(), 1U << 16U);
     if (!groups || groups->find(container_id) == std::string::npos) {
         return std::nullopt; // not that container's process: another pid namespace than the engine's
     }
-    std::optional<owned_fd> directory;
-    directory.emplace(::openat(process.get(), "root", O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (!directory->valid()) {
+    unique_fd directory(posix::open_retry("root", O_PATH | O_DIRECTORY, 0, process.get()));
+    if (!directory) {
         return std::nullopt; // no privilege to look into the container
     }
     // Component by component, never through a link: the lookup stays inside the container's root.
@@ -110,10 +91,10 @@ std::optional<installed_copy> compare_on_this_host(long pid, std::string_view co
             return std::nullopt;
         }
         const bool last = slash == std::string_view::npos;
-        const int flags = last ? O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC
-                               : O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
-        const int next = ::openat(directory->get(), part.c_str(), flags);
-        if (next < 0) {
+        const int flags =
+            last ? O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY : O_PATH | O_DIRECTORY | O_NOFOLLOW;
+        unique_fd next(posix::open_retry(part, flags, 0, directory.get()));
+        if (!next) {
             if (errno == ENOENT) {
                 return installed_copy::absent;
             }
@@ -122,7 +103,7 @@ std::optional<installed_copy> compare_on_this_host(long pid, std::string_view co
             }
             return std::nullopt;
         }
-        directory.emplace(next);
+        directory = std::move(next);
         if (last) {
             break;
         }
@@ -130,17 +111,16 @@ std::optional<installed_copy> compare_on_this_host(long pid, std::string_view co
     }
     struct stat copy {};
     struct stat genuine_info {};
-    const owned_fd genuine(::open(genuine_path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!genuine.valid() || ::fstat(genuine.get(), &genuine_info) != 0 ||
-        ::fstat(directory->get(), &copy) != 0) {
+    const unique_fd genuine(posix::open_retry(genuine_path, O_RDONLY));
+    if (!genuine || ::fstat(genuine.get(), &genuine_info) != 0 || ::fstat(directory.get(), &copy) != 0) {
         return std::nullopt;
     }
     if (!S_ISREG(copy.st_mode) || (copy.st_mode & (S_IWGRP | S_IWOTH)) != 0 ||
         copy.st_size != genuine_info.st_size) {
         return installed_copy::other;
     }
-    return same_content(directory->get(), genuine.get(), copy.st_size) ? installed_copy::genuine
-                                                                       : installed_copy::other;
+    return same_content(directory.get(), genuine.get(), copy.st_size) ? installed_copy::genuine
+                                                                      : installed_copy::other;
 }
 
 installed_copy compare_download(std::string_view archive, std::string_view genuine_sha256) {

@@ -3,12 +3,11 @@
 
 #include "contracts/digest.hpp"
 #include "contracts/wire_json.hpp"
+#include "posix/io.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <fstream>
-#include <iterator>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -185,13 +184,10 @@ relay_error plain_to_tls_port(const engine_endpoint& out) {
                            "cert.pem and key.pem), or name the engine's plain-TCP port"};
 }
 
+// A docker CLI file (config.json, a context's meta.json): small, so anything past 1 MiB is not one.
 std::optional<std::string> read_small_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        return std::nullopt;
-    }
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    return text;
+    auto text = posix::read_file(path, std::size_t{1} << 20U);
+    return text ? std::optional<std::string>(std::move(*text)) : std::nullopt;
 }
 
 // The docker CLI's selected context when neither --docker-host nor DOCKER_HOST names the engine:

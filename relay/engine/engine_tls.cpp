@@ -2,7 +2,7 @@
 #include "relay/engine/engine_tls.hpp"
 
 #include "contracts/secret.hpp"
-#include "relay/support/posix_io.hpp"
+#include "posix/io.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -28,15 +28,7 @@ boost::system::result<std::string, relay_error> read_pem(const std::string& path
     auto failed = [&](const std::string& why) {
         return relay_error{relay_errc::engine, "cannot read " + what + " " + path + ": " + why};
     };
-    int fd = -1;
-    do {
-        fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    } while (fd < 0 && errno == EINTR);
-    if (fd < 0) {
-        return failed(std::strerror(errno));
-    }
-    auto text = read_secret(fd, std::size_t{1} << 20U);
-    ::close(fd);
+    auto text = posix::read_file(path, std::size_t{1} << 20U, 0, posix::contents::secret);
     if (!text) {
         return failed(text.error() == boost::system::errc::file_too_large ? "over 1 MiB: not a PEM file"
                                                                           : text.error().message());

@@ -1,11 +1,12 @@
 // One-file ustar archives (see tar_archive.hpp).
 #include "relay/engine/tar_archive.hpp"
 
+#include "posix/io.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 
 namespace maka_eval::relay {
 namespace {
@@ -144,15 +145,15 @@ std::string tar_one_file(std::string_view directory, std::string_view name, std:
 
 std::optional<std::string> tar_one_file_from(std::string_view directory, std::string_view name,
                                              const std::string& path, unsigned mode, std::string_view alias) {
-    std::ifstream in(path, std::ios::binary | std::ios::ate);
-    if (!in) {
+    // What goes into a container is a helper binary (1.7 MB): 256 MiB is more than any could be.
+    const auto content = posix::read_file(path, std::size_t{256} << 20U);
+    if (!content) {
         return std::nullopt;
     }
-    const auto size = static_cast<std::size_t>(in.tellg());
-    in.seekg(0);
     std::string out;
-    const bool ok = build(out, directory, name, size, mode, alias, [&](char* at) {
-        return static_cast<bool>(in.read(at, static_cast<std::streamsize>(size)));
+    const bool ok = build(out, directory, name, content->size(), mode, alias, [&](char* at) {
+        std::char_traits<char>::copy(at, content->data(), content->size());
+        return true;
     });
     if (!ok) {
         return std::nullopt;

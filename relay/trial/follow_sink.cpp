@@ -1,7 +1,7 @@
 // Showing the subject's output live without ever making the relay wait (see follow_sink.hpp).
 #include "relay/trial/follow_sink.hpp"
 
-#include "relay/support/posix_io.hpp"
+#include "posix/io.hpp"
 
 #include <cerrno>
 #include <fcntl.h>
@@ -28,7 +28,7 @@ int reopen_nonblocking(int fd) {
         return -1;
     }
     const std::string path = "/proc/self/fd/" + std::to_string(fd);
-    return ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    return posix::open_retry(path, O_WRONLY | O_NONBLOCK | O_NOCTTY);
 }
 
 } // namespace
@@ -72,7 +72,7 @@ void follow_sink::pump() {
         auto& head = pending_.front();
         auto& target = targets_[head.stream];
         if (!target.stream) {
-            if (write_all(target.fd, head.bytes)) {
+            if (posix::write_all(target.fd, head.bytes)) {
                 account(head.stream, head.bytes);
             } else {
                 dropped_here_[head.stream] += head.bytes.size();

@@ -1,9 +1,10 @@
 // Command-line and environment parsing (see options.hpp).
 #include "relay/trial/options.hpp"
 
+#include "contracts/limits.hpp"
 #include "contracts/secret.hpp"
 #include "contracts/wire_json.hpp"
-#include "relay/support/posix_io.hpp"
+#include "posix/io.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -11,8 +12,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -89,7 +88,7 @@ bool parse_u32(std::string_view text, std::uint32_t& out) {
 // may be secrets: they never appear in an error message, and the raw text is wiped once parsed.
 boost::system::result<contracts::variables, relay_error> read_task_environment(int fd) {
     constexpr std::size_t limit = std::size_t{1} << 20;
-    auto text = read_secret(fd, limit);
+    auto text = posix::read_all(fd, limit, posix::contents::secret);
     ::close(fd);
     if (!text) {
         return relay_error{relay_errc::usage, "--task-env-fd " + std::to_string(fd) +
@@ -359,20 +358,18 @@ std::optional<std::int64_t> parse_teardown_timeout(std::string_view text) {
 }
 
 boost::system::result<std::string, relay_error> read_secret_file(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
+    const posix::unique_fd fd(posix::open_retry(path, O_RDONLY | O_NOFOLLOW));
+    if (!fd) {
         return relay_error{relay_errc::usage, path + ": " + std::strerror(errno)};
     }
     struct stat info {};
-    if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) || info.st_uid != ::geteuid() ||
+    if (::fstat(fd.get(), &info) != 0 || !S_ISREG(info.st_mode) || info.st_uid != ::geteuid() ||
         (info.st_mode & 077) != 0) {
-        ::close(fd);
         return relay_error{relay_errc::usage,
                            path + " must be a regular file owned by this user with mode 0600"};
     }
     // EINTR-safe, the read buffer wiped; a file past the limit is an error, never silently cut.
-    auto read = read_secret(fd, 65536);
-    ::close(fd);
+    auto read = posix::read_all(fd.get(), 65536, posix::contents::secret);
     if (!read) {
         return relay_error{relay_errc::usage,
                            path + ": " +
@@ -442,13 +439,17 @@ boost::system::result<connect_options, relay_error> parse_connect(std::span<cons
                            "no relay token: set MAKA_EVAL_RELAY_TOKEN or use --token-file"};
     }
     if (instruction_file) {
-        std::ifstream in(*instruction_file, std::ios::binary);
-        if (!in) {
-            return relay_error{relay_errc::usage, *instruction_file + ": cannot be read"};
+        // Whole or not at all: `ready` carries it, and an orchestrator line is at most 1 MiB.
+        auto text = posix::read_file(*instruction_file, contracts::control_line_limit_bytes);
+        if (!text) {
+            return relay_error{relay_errc::usage,
+                               *instruction_file + ": cannot be read (" +
+                                   (text.error() == boost::system::errc::file_too_large
+                                        ? std::string("over 1 MiB, more than `ready` can carry")
+                                        : text.error().message()) +
+                                   ")"};
         }
-        std::ostringstream text;
-        text << in.rdbuf();
-        out.instruction = text.str();
+        out.instruction = std::move(*text);
     }
     if (auto settled = settle_common(env, out.common); !settled) {
         return settled.error();

@@ -1,9 +1,8 @@
 // The helper's small readers, each on its own: /proc/<pid>/stat lines (a command name may hold spaces and
-// parentheses), the scope record, where sh would look for a command, and the bounded control-line reader.
+// parentheses), the scope record and the bounded control-line reader.
 #include "in_container/line_reader.hpp"
 #include "in_container/process_table.hpp"
 #include "in_container/scope_file.hpp"
-#include "in_container/spawn.hpp"
 
 #include <string>
 #include <unistd.h>
@@ -50,15 +49,6 @@ TEST_CASE("the scope record reads back what is written, and nothing else") {
     CHECK_FALSE(parse_scope("12\nleader 1\nsupervisor 2 3\n"));
     CHECK_FALSE(parse_scope("12\nleader-start 1\nsupervisor -2 3\n"));
     CHECK_FALSE(parse_scope(""));
-}
-
-TEST_CASE("a command is looked for as sh would: a path as given, a name along PATH") {
-    CHECK(exec_candidates("/bin/true", "/usr/bin") == std::vector<std::string>{"/bin/true"});
-    CHECK(exec_candidates("./run.sh", "/usr/bin") == std::vector<std::string>{"./run.sh"});
-    CHECK(exec_candidates("tool", "/a:/b") == std::vector<std::string>{"/a/tool", "/b/tool"});
-    // PATH unset or empty: sh's default.
-    CHECK(exec_candidates("tool", nullptr) == std::vector<std::string>{"/bin/tool", "/usr/bin/tool"});
-    CHECK(exec_candidates("tool", "") == std::vector<std::string>{"/bin/tool", "/usr/bin/tool"});
 }
 
 // A pipe whose write end the test feeds.

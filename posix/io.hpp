@@ -1,0 +1,60 @@
+// The POSIX I/O both binaries use: whole writes, bounded whole reads, opens that are always close-on-exec
+// and retried on EINTR. One implementation, so that the relay (on the host) and the helper (static, in the
+// container, often as root) cannot drift apart in how a short write, a zero-byte write, an interrupted call
+// or an oversized input is treated.
+//
+// Pure POSIX and the C++ library: the helper links it statically into every image.
+#pragma once
+
+#include <cstddef>
+#include <fcntl.h>
+#include <string>
+#include <string_view>
+#include <sys/types.h>
+
+#include <boost/system/result.hpp>
+
+namespace maka_eval::posix {
+
+// Writes all of `data`, retrying EINTR and short writes; false (errno set) on any other error, and on a
+// write that takes nothing (EIO: it would loop for ever).
+bool write_all(int fd, std::string_view data);
+
+// read(2) retried on EINTR.
+ssize_t read_retry(int fd, void* buffer, std::size_t size);
+
+// What a bounded read is for: a secret's buffers are wiped (explicit_bzero), the scratch buffer always and
+// the text too when the read fails.
+enum class contents { plain, secret };
+
+// Reads `fd` to EOF, at most `limit` bytes. Errors: errno's, or errc::file_too_large past `limit`.
+[[nodiscard]] boost::system::result<std::string> read_all(int fd, std::size_t limit,
+                                                          contents kind = contents::plain);
+
+// openat(2) retried on EINTR; O_CLOEXEC is always added. -1 with errno on failure. `directory`: a descriptor
+// for a relative `path` (AT_FDCWD: the working directory).
+int open_retry(const std::string& path, int flags, unsigned mode = 0, int directory = AT_FDCWD);
+
+// A whole file, opened O_RDONLY plus `flags` (e.g. O_NOFOLLOW) through open_retry, at most `limit` bytes.
+[[nodiscard]] boost::system::result<std::string> read_file(const std::string& path, std::size_t limit,
+                                                           int flags = 0, contents kind = contents::plain);
+
+// A descriptor closed when it goes out of scope.
+class unique_fd {
+  public:
+    unique_fd() = default;
+    explicit unique_fd(int fd) : fd_(fd) {}
+    unique_fd(unique_fd&& other) noexcept : fd_(other.release()) {}
+    unique_fd& operator=(unique_fd&& other) noexcept;
+    unique_fd(const unique_fd&) = delete;
+    unique_fd& operator=(const unique_fd&) = delete;
+    ~unique_fd();
+    [[nodiscard]] int get() const { return fd_; }
+    [[nodiscard]] explicit operator bool() const { return fd_ >= 0; }
+    int release();
+
+  private:
+    int fd_ = -1;
+};
+
+} // namespace maka_eval::posix
