@@ -97,12 +97,12 @@ else
 fi
 
 say "4/4 clang-format and clang-tidy"
-mapfile -t sources < <(cd "$MAKA_ROOT" && git ls-files '*.cpp' '*.hpp' 2>/dev/null || find contracts policy in_container relay tests -name '*.[ch]pp')
+mapfile -t sources < <(cd "$MAKA_ROOT" && git ls-files '*.cpp' '*.hpp' 2>/dev/null || find posix contracts policy in_container relay tests -name '*.[ch]pp')
 (cd "$MAKA_ROOT" && clang-format-14 --dry-run --Werror "${sources[@]}") >"$LOGS/format.log" 2>&1
 status=$?
 ((status == 0)) || head -40 "$LOGS/format.log"
 record "clang-format" $status
-mapfile -t tidy_sources < <(printf '%s\n' "${sources[@]}" | grep -E '^(contracts|policy|in_container|relay)/.*\.cpp$' | grep -v json_impl.cpp)
+mapfile -t tidy_sources < <(printf '%s\n' "${sources[@]}" | grep -E '^(posix|contracts|policy|in_container|relay)/.*\.cpp$' | grep -v json_impl.cpp)
 (cd "$MAKA_ROOT" && printf '%s\n' "${tidy_sources[@]}" | xargs -P2 -n4 clang-tidy-14 -p build/ci --quiet) >"$LOGS/tidy.log" 2>&1
 status=$?
 ((status == 0)) || grep -E 'error:|warning:' "$LOGS/tidy.log" | head -40

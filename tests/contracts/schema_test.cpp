@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include <doctest/doctest.h>
 
@@ -54,12 +56,16 @@ bool type_matches(const json::object& schema, const json::value& value) {
     return one(type->as_string());
 }
 
-void check_against(const json::object& schema, const json::object& message) {
+void check_against(const json::object& schema, const json::object& message) { // NOLINT(misc-no-recursion)
     const auto& properties = schema.at("properties").as_object();
     for (const auto& member : message) {
         CAPTURE(member.key());
         REQUIRE(properties.contains(member.key()));
-        CHECK(type_matches(properties.at(member.key()).as_object(), member.value()));
+        const auto& property = properties.at(member.key()).as_object();
+        CHECK(type_matches(property, member.value()));
+        if (member.value().is_object() && property.contains("properties")) {
+            check_against(property, member.value().as_object()); // a nested object's own keys
+        }
     }
     for (const auto& required : schema.at("required").as_array()) {
         CAPTURE(required);
@@ -67,18 +73,26 @@ void check_against(const json::object& schema, const json::object& message) {
     }
 }
 
-TEST_CASE("every orchestrator golden line conforms to its schema") {
-    std::ifstream file(std::string(MAKA_EVAL_TEST_DATA) + "/contracts/vectors/orchestrator-messages.jsonl");
+// Each line of a vectors file of {"name", …, "line"} entries: the entry and the message it holds.
+std::vector<std::pair<json::object, json::object>> golden_entries(const std::string& file) {
+    std::ifstream in(std::string(MAKA_EVAL_TEST_DATA) + "/contracts/vectors/" + file);
+    std::vector<std::pair<json::object, json::object>> out;
     std::string raw;
-    int checked = 0;
-    while (std::getline(file, raw)) {
-        const auto entry = parse_object(raw, 1 << 20).value();
-        const auto message = parse_object(std::string(entry.at("line").as_string()), 1 << 20).value();
+    while (std::getline(in, raw)) {
+        auto entry = parse_object(raw, 1 << 20).value();
+        auto message = parse_object(std::string(entry.at("line").as_string()), 1 << 20).value();
+        out.emplace_back(std::move(entry), std::move(message));
+    }
+    return out;
+}
+
+TEST_CASE("every orchestrator golden line conforms to its schema") {
+    const auto entries = golden_entries("orchestrator-messages.jsonl");
+    for (const auto& [entry, message] : entries) {
         CAPTURE(entry.at("name"));
         check_against(load("orchestrator-" + std::string(entry.at("message").as_string())), message);
-        ++checked;
     }
-    CHECK(checked == 9);
+    CHECK(entries.size() == 9);
 }
 
 TEST_CASE("every session golden line conforms to its schema") {
@@ -99,24 +113,12 @@ TEST_CASE("every session golden line conforms to its schema") {
 }
 
 TEST_CASE("every bridge golden line conforms to its schema, nested objects included") {
-    std::ifstream file(std::string(MAKA_EVAL_TEST_DATA) + "/contracts/vectors/bridge-messages.jsonl");
-    std::string raw;
-    int checked = 0;
-    while (std::getline(file, raw)) {
-        const auto entry = parse_object(raw, 1 << 20).value();
-        const auto message = parse_object(std::string(entry.at("line").as_string()), 1 << 20).value();
+    const auto entries = golden_entries("bridge-messages.jsonl");
+    for (const auto& [entry, message] : entries) {
         CAPTURE(entry.at("name"));
-        const auto schema = load(std::string(entry.at("schema").as_string()));
-        check_against(schema, message);
-        for (const auto& member : message) {
-            const auto& property = schema.at("properties").as_object().at(member.key()).as_object();
-            if (member.value().is_object() && property.contains("properties")) {
-                check_against(property, member.value().as_object());
-            }
-        }
-        ++checked;
+        check_against(load(std::string(entry.at("schema").as_string())), message);
     }
-    CHECK(checked == 11);
+    CHECK(entries.size() == 11);
 }
 
 TEST_CASE("the artifacts' receipt conforms to its schema, an incomplete artifact's reason included") {
