@@ -1,9 +1,9 @@
 // /proc status fields (see proc_status.hpp).
 #include "contracts/proc_status.hpp"
 
+#include "posix/io.hpp"
+
 #include <charconv>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 namespace maka_eval::contracts {
@@ -31,10 +31,8 @@ std::optional<std::uint64_t> status_kib(std::string_view status, std::string_vie
 }
 
 std::uint64_t peak_rss_kib() {
-    std::ifstream in("/proc/self/status");
-    std::ostringstream text;
-    text << in.rdbuf();
-    return status_kib(text.str(), "VmHWM").value_or(0);
+    const auto text = posix::read_file("/proc/self/status", std::size_t{1} << 16U);
+    return text ? status_kib(*text, "VmHWM").value_or(0) : 0;
 }
 
 } // namespace maka_eval::contracts

@@ -2,6 +2,7 @@
 #include "in_container/root_state.hpp"
 
 #include "in_container/io.hpp"
+#include "in_container/text_fields.hpp"
 
 #include <array>
 #include <cerrno>
@@ -10,7 +11,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <set>
-#include <sstream>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -105,20 +105,20 @@ std::string find_scope(const std::string& requested) {
 
 void record_leftovers(const std::string& directory, const std::vector<process_status>& left) {
     const std::string path = directory + "/" + std::string(leftovers_name);
-    std::ostringstream text;
+    std::string text;
     for (const auto& p : left) {
         if (is_live(p)) {
-            text << p.pid << ' ' << p.start_time << ' ' << p.sid << '\n';
+            text += std::to_string(p.pid) + ' ' + std::to_string(p.start_time) + ' ' + std::to_string(p.sid) +
+                    '\n';
         }
     }
     (void)::unlink(path.c_str());
-    if (text.str().empty()) {
+    if (text.empty()) {
         return;
     }
-    const int fd = open_retry(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
-    if (fd >= 0) {
-        (void)write_all(fd, text.str());
-        ::close(fd);
+    const posix::unique_fd fd(open_retry(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600));
+    if (fd) {
+        (void)write_all(fd.get(), text);
     }
 }
 
@@ -131,11 +131,11 @@ unsigned stop_leftovers(const std::string& directory) {
     }
     std::set<std::pair<pid_t, std::uint64_t>> recorded;
     std::set<pid_t> sessions;
-    std::istringstream lines(*text);
+    std::string_view lines = *text;
     pid_t pid = 0;
     std::uint64_t start = 0;
     pid_t sid = 0;
-    while (lines >> pid >> start >> sid) {
+    while (next_number(lines, pid) && next_number(lines, start) && next_number(lines, sid)) {
         recorded.emplace(pid, start);
         if (sid > 1) {
             sessions.insert(sid);

@@ -2,10 +2,10 @@
 #include "in_container/scope_file.hpp"
 
 #include "in_container/io.hpp"
+#include "in_container/text_fields.hpp"
 
 #include <cerrno>
 #include <fcntl.h>
-#include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,14 +18,12 @@ std::string format_scope(const scope_record& record) {
 }
 
 std::optional<scope_record> parse_scope(const std::string& text) {
-    std::istringstream in(text);
+    std::string_view rest = text;
     scope_record record;
-    std::string leader_key;
-    std::string supervisor_key;
-    if (!(in >> record.pgid >> leader_key >> record.leader_start >> supervisor_key >> record.supervisor >>
-          record.supervisor_start) ||
-        leader_key != "leader-start" || supervisor_key != "supervisor" || record.pgid <= 0 ||
-        record.supervisor <= 0) {
+    if (!next_number(rest, record.pgid) || next_field(rest) != "leader-start" ||
+        !next_number(rest, record.leader_start) || next_field(rest) != "supervisor" ||
+        !next_number(rest, record.supervisor) || !next_number(rest, record.supervisor_start) ||
+        record.pgid <= 0 || record.supervisor <= 0) {
         return std::nullopt;
     }
     return record;
