@@ -10,7 +10,9 @@ the same run. Measurements (issue targets in brackets):
      setsid'd daemon [<= 150 ms]: the helper's settleMs (cancel received -> no descendant alive) less the grace,
      and SIGTERM-to-relay-exit wall time less the grace
   3. peak RSS of the relay and of the helper while the subject prints 1 MiB, 100 MiB, 1 GiB [<= 16 MiB]
-  4. 32 concurrent trials in 32 containers: wall time, relay CPU seconds per trial, lost results [0]
+  4. 128 concurrent trials in 128 containers (--concurrent N): wall time, relay CPU per trial, the relays'
+     summed PSS at its peak, lost results [0]
+  4b. the static helper's size [<= 1 MiB]
   5. frame projection on a 64 KiB carrier (for the record)
   1b. the cold trial (one container per trial, the normal case): a trial in a fresh container against a
      bare CLI `docker exec … true` in another fresh container [<= 1.5x]; engine calls [<= 4]
@@ -214,7 +216,21 @@ def masking(relay, rows):
         c.remove()
 
 
+def pss_kib(pid):
+    """A process's proportional set size (shared pages divided among their users), or 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def concurrent(relay, n, rows):
+    """n trials at once, one container each (warm: the helper is in). Relay CPU from wait4; the relays'
+    summed PSS sampled every 10 ms while they run (its peak: what n relays cost the host together)."""
     containers = [Container(f"maka-bench-c{i}") for i in range(n)]
     try:
         for c in containers:
@@ -225,22 +241,47 @@ def concurrent(relay, n, rows):
             argv = [relay, "run", "--env", f"docker:{c.name}", "--json", "--quiet", "--",
                     "sh", "-c", f"{TOKEN_FRAME} '{{\"trial\":{i}}}'"]
             procs.append((i, subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)))
+        peak_pss, peak_live = 0, 0
+        ended = {}  # pid -> (exit status, CPU seconds), reaped here with wait4 for each relay's own rusage
+        while len(ended) < len(procs):
+            live = []
+            for _, proc in procs:
+                if proc.pid in ended:
+                    continue
+                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                if pid:
+                    ended[pid] = (os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime)
+                else:
+                    live.append(proc.pid)
+            total = sum(pss_kib(pid) for pid in live)
+            if total > peak_pss:
+                peak_pss, peak_live = total, len(live)
+            time.sleep(0.01)
         lost, cpu = 0, []
         for i, proc in procs:
-            _, status, usage = os.wait4(proc.pid, 0)
             out = proc.stdout.read()
-            cpu.append(usage.ru_utime + usage.ru_stime)
+            code, seconds = ended[proc.pid]
+            cpu.append(seconds)
             try:
                 ok = json.loads(out.strip().splitlines()[-1])["executed"]["stdout"] == f'{{"trial":{i}}}'
             except (ValueError, KeyError, TypeError, IndexError):
                 ok = False
-            lost += 0 if ok and os.waitstatus_to_exitcode(status) == 0 else 1
+            lost += 0 if ok and code == 0 else 1
         wall = time.monotonic() - begun
         rows.append((f"{n} concurrent trials (one container each)", f"{wall:.2f} s wall",
-                     f"relay CPU {statistics.median(cpu) * 1000:.1f} ms/trial; lost results: {lost} (target 0)"))
+                     f"relay CPU {statistics.median(cpu) * 1000:.1f} ms/trial; summed PSS of the relays at its "
+                     f"peak {peak_pss / 1024:.1f} MiB ({peak_live} running, {peak_pss / max(peak_live, 1):.0f} KiB "
+                     f"each); lost results: {lost} (target 0)"))
     finally:
         for c in containers:
             c.remove()
+
+
+def helper_size(build, rows):
+    """What goes into every container on a cold trial (through the session's stdin)."""
+    size = os.path.getsize(f"{build}/in_container/maka-eval-helper")
+    rows.append(("the static helper binary (what a cold trial puts into the container)",
+                 f"{size:,} bytes ({size / (1 << 20):.2f} MiB)", "target ≤ 1 MiB"))
 
 
 def projection(build, rows):
@@ -495,7 +536,8 @@ def main():
     parser.add_argument("--build", required=True)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument("--only", help="one measurement: overhead, cold, cancel, memory, masking, concurrent, "
-                                       "projection, tls, bridge, versus")
+                                       "size, projection, tls, bridge, versus")
+    parser.add_argument("--concurrent", type=int, default=128, help="trials at once in `concurrent` (128)")
     parser.add_argument("--against", help="another build directory: `--only versus` compares warm and cold "
                                           "trials with its relay")
     args = parser.parse_args()
@@ -508,7 +550,8 @@ def main():
         "cancel": lambda: cancel(relay, 3 if args.quick else 5, rows),
         "memory": lambda: memory(relay, rows),
         "masking": lambda: masking(relay, rows),
-        "concurrent": lambda: concurrent(relay, 32, rows),
+        "concurrent": lambda: concurrent(relay, args.concurrent, rows),
+        "size": lambda: helper_size(args.build, rows),
         "projection": lambda: projection(args.build, rows),
         "tls": lambda: tls(args.build, relay, repeats, rows),
         "bridge": lambda: bridge(args.build, repeats, rows),
