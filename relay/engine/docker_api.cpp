@@ -5,6 +5,7 @@
 #include "contracts/wire_json.hpp"
 #include "relay/engine/engine_replies.hpp"
 #include "relay/engine/engine_tls.hpp"
+#include "relay/support/tcp_endpoints.hpp"
 
 #include <charconv>
 #include <unistd.h>
@@ -149,13 +150,13 @@ open_connection(const engine_endpoint& engine, asio::ssl::context* tls, const tl
         }
         co_return c;
     }
-    asio::ip::tcp::resolver resolver(executor);
-    // Not a structured binding: clang 14 cannot capture one in the lambda below.
-    auto resolved = co_await resolver.async_resolve(engine.host, engine.port, as_tuple(use_awaitable));
-    const auto& endpoints = std::get<1>(resolved);
-    if (std::get<0>(resolved)) {
-        co_return unreachable(std::get<0>(resolved).message());
+    const std::string host = engine.host; // named: GCC 12 and temporaries in a co_await's operands
+    const std::string port = engine.port;
+    auto resolved = co_await tcp_endpoints(executor, host, port);
+    if (!resolved) {
+        co_return unreachable(resolved.error().message());
     }
+    const auto& endpoints = *resolved;
     tcp_socket socket(executor);
     const auto cec = co_await within_connect_timeout(
         [&] { return asio::async_connect(socket, endpoints, as_tuple(use_awaitable)); });

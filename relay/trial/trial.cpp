@@ -13,6 +13,7 @@
 #include "policy/egress_gate.hpp"
 #include "relay/support/event_queue.hpp"
 #include "relay/support/exit_codes.hpp"
+#include "relay/support/tcp_endpoints.hpp"
 #include "relay/trial/teardown_budget.hpp"
 
 #include <algorithm>
@@ -298,15 +299,15 @@ void trial::finish() {
 
 asio::awaitable<trial_outcome> trial::prepare_and_run() {
     // 1. Connect first, before any container work, as the original does.
-    tcp::resolver resolver(executor_);
     // GCC 12 destroys temporaries inside a co_await operand twice: every such argument is a named local.
     const std::string service = std::to_string(config_.port);
-    auto [resolve_ec, endpoints] =
-        co_await resolver.async_resolve(config_.host, service, as_tuple(use_awaitable));
-    if (resolve_ec) {
-        co_return outcome(exit_transport_lost,
-                          "cannot resolve the orchestrator " + config_.host + ": " + resolve_ec.message());
+    const std::string host = config_.host;
+    auto resolved = co_await tcp_endpoints(executor_, host, service);
+    if (!resolved) {
+        co_return outcome(exit_transport_lost, "cannot resolve the orchestrator " + config_.host + ": " +
+                                                   resolved.error().message());
     }
+    const auto& endpoints = *resolved;
     asio::steady_timer connect_timer(executor_, connect_timeout);
     auto connected = co_await (asio::async_connect(socket_, endpoints, as_tuple(use_awaitable)) ||
                                connect_timer.async_wait(as_tuple(use_awaitable)) ||
