@@ -362,7 +362,7 @@ class docker_backend final : public backend {
         co_return compare_download(got->body, helper_digest_);
     }
 
-    // The helper binary, whole (1.7 MB): only read when it goes into a container.
+    // The helper binary, whole (under 1 MiB): only read when it goes into a container.
     [[nodiscard]] std::optional<std::string> read_helper() const {
         auto bytes = posix::read_file(helper_on_host_, std::size_t{256} << 20U);
         return !bytes || bytes->empty() ? std::nullopt : std::optional<std::string>(std::move(*bytes));

@@ -145,7 +145,7 @@ std::string tar_one_file(std::string_view directory, std::string_view name, std:
 
 std::optional<std::string> tar_one_file_from(std::string_view directory, std::string_view name,
                                              const std::string& path, unsigned mode, std::string_view alias) {
-    // What goes into a container is a helper binary (1.7 MB): 256 MiB is more than any could be.
+    // What goes into a container is a helper binary (under 1 MiB): 256 MiB is more than any could be.
     const auto content = posix::read_file(path, std::size_t{256} << 20U);
     if (!content) {
         return std::nullopt;
