@@ -403,12 +403,9 @@ TEST_CASE("bad lines get a clear error and the session goes on") {
     CHECK(report_of(s.next(), false).exit_code == 0);
 }
 
-TEST_CASE("output of 256 MiB streams to the artifact with flat memory") {
-    // 256 MiB is 4096 times the carrier and 16 times the memory bound below: enough to show the memory is
-    // flat, in a quarter of the time 1 GiB takes. MAKA_EVAL_TEST_OUTPUT_MIB=1024 runs the full size; the
-    // benchmarks (bench/run.sh) stream 1 GiB every run.
-    const char* asked = std::getenv("MAKA_EVAL_TEST_OUTPUT_MIB");
-    const std::uint64_t size = (asked != nullptr ? std::stoull(asked) : 256ULL) << 20U;
+// The helper's peak RSS (its own VmHWM: wait4's ru_maxrss would include the image before exec) while the
+// subject writes `size` zero bytes to stdout; the artifact is checked whole and removed.
+std::uint64_t peak_rss_streaming(std::uint64_t size) {
     scratch dir;
     session s;
     s.start(dir.request({"head", "-c", std::to_string(size), "/dev/zero"}));
@@ -418,15 +415,40 @@ TEST_CASE("output of 256 MiB streams to the artifact with flat memory") {
     const auto report = report_of(s.next(180000), false);
     CHECK(report.stdout_artifact.bytes == size);
     CHECK(std::filesystem::file_size(dir.artifact(true)) == size);
-    CHECK(report.diagnostic.kind == category::result_frame_oversize);
+    CHECK(report.diagnostic.kind == (size > contracts::carrier_limit_bytes ? category::result_frame_oversize
+                                                                           : category::result_frame_missing));
     CHECK(report.diagnostic.bytes == size);
     std::filesystem::remove(dir.artifact(true));
     s.process.close_stdin();
     CHECK(s.process.wait(60000) == 0);
-    // The helper's own high-water mark (VmHWM): wait4's ru_maxrss would include the image before exec.
-    MESSAGE("helper peak RSS with " << (size >> 20U) << " MiB of output: " << report.peak_rss_kib << " KiB");
     CHECK(report.peak_rss_kib > 0);
-    CHECK(report.peak_rss_kib < 16 * 1024);
+    return report.peak_rss_kib;
+}
+
+TEST_CASE("output of 256 MiB streams to the artifact with flat memory") {
+    // 256 MiB is 4096 times the carrier: enough to show the memory is flat, in a quarter of the time 1 GiB
+    // takes. MAKA_EVAL_TEST_OUTPUT_MIB=1024 runs the full size; the benchmarks stream 1 GiB every run.
+    const char* asked = std::getenv("MAKA_EVAL_TEST_OUTPUT_MIB");
+    const std::uint64_t size = (asked != nullptr ? std::stoull(asked) : 256ULL) << 20U;
+    // Flat: 256 times the output costs at most 8 MiB more than 1 MiB of it did, in any build (ASan's
+    // shadow and quarantine raise both alike).
+    const auto small = peak_rss_streaming(std::uint64_t{1} << 20U);
+    const auto large = peak_rss_streaming(size);
+    MESSAGE("helper peak RSS: " << small << " KiB with 1 MiB of output, " << large << " KiB with "
+                                << (size >> 20U) << " MiB");
+    CHECK(large < small + 8 * 1024);
+#if !defined(__SANITIZE_ADDRESS__)
+#if defined(__has_feature)
+#if !__has_feature(address_sanitizer)
+#define MAKA_EVAL_PLAIN_BUILD 1
+#endif
+#else
+#define MAKA_EVAL_PLAIN_BUILD 1
+#endif
+#endif
+#ifdef MAKA_EVAL_PLAIN_BUILD
+    CHECK(large < 16 * 1024); // the memory target, in the build that ships
+#endif
 }
 
 TEST_CASE("secrets appear in no argv and in no file after the subject starts") {
