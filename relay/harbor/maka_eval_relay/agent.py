@@ -5,8 +5,9 @@ environment object over a socketpair (the bridge; protocol in ``contracts/bridge
 upload_file, service_exec (Harbor only) and stop(delete=True). Everything about the trial itself — the
 orchestrator protocol, the egress gate, supervising and settling the subject — happens in the relay and
 the helper. When the environment is Harbor's DockerEnvironment (found by Harbor's own attributes: its
-``type()`` and ``session_id``, whose compose project's service ``main`` the relay looks up on the engine with
-``maka-eval-relay locate``: the project keeps one Docker client, the relay's), the relay is handed the container instead (``--env docker:…``, the subject as ``default_user``), which skips the
+``type()`` and ``session_id``, whose compose project's service ``main`` the relay itself looks up on the
+engine with ``maka-eval-relay locate`` — the project keeps one Docker client, the relay's), the relay is
+handed the container instead (``--env docker:…``, the subject as ``default_user``), which skips the
 bridge; the reason for taking the bridge instead is logged. Either way the task's environment
 (``_merge_env``) reaches the subject, under what the orchestrator's ``execute`` sets.
 
