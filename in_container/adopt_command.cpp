@@ -8,9 +8,9 @@
 // in the meantime can never redirect the change to another file.
 #include "in_container/cli.hpp"
 #include "in_container/io.hpp"
+#include "in_container/text_fields.hpp"
 
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <fcntl.h>
 #include <string>
@@ -21,8 +21,7 @@ namespace maka_eval::in_container {
 namespace {
 
 bool parse_id(std::string_view text, unsigned long& out) {
-    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-    return ec == std::errc() && ptr == text.data() + text.size() && !text.empty() && out < 0xFFFFFFFFUL;
+    return parse_number(text, out) && out < 0xFFFFFFFFUL;
 }
 
 } // namespace

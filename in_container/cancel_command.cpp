@@ -17,9 +17,9 @@
 #include "in_container/process_table.hpp"
 #include "in_container/root_state.hpp"
 #include "in_container/scope_file.hpp"
+#include "in_container/text_fields.hpp"
 
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <optional>
@@ -98,9 +98,7 @@ int cancel_command(std::span<const std::string_view> args) {
         } else if (args[i] == "--run-request" && i + 1 < args.size()) {
             run_request = args[++i];
         } else if (args[i] == "--grace-ms" && i + 1 < args.size()) {
-            const auto text = args[++i];
-            const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), grace_ms);
-            if (ec != std::errc() || ptr != text.data() + text.size() || grace_ms < 0) {
+            if (!parse_number(args[++i], grace_ms) || grace_ms < 0) {
                 scope.clear();
                 break;
             }

@@ -2,8 +2,8 @@
 #include "in_container/process_table.hpp"
 
 #include "in_container/io.hpp"
+#include "in_container/text_fields.hpp"
 
-#include <charconv>
 #include <dirent.h>
 #include <map>
 #include <sys/syscall.h>
@@ -11,17 +11,6 @@
 #include <utility>
 
 namespace maka_eval::in_container {
-namespace {
-
-template <typename T>
-bool parse_number(std::string_view text, T& out) {
-    const auto* end = text.data() + text.size();
-    const auto [ptr, ec] = std::from_chars(text.data(), end, out);
-    return ec == std::errc() && ptr == end;
-}
-
-} // namespace
-
 std::optional<process_status> parse_stat_line(const std::string& line) {
     // "pid (comm) state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime
     //  cutime cstime priority nice num_threads itrealvalue starttime …": comm ends at the *last* ')'.

@@ -11,9 +11,9 @@
 #include "in_container/probe.hpp"
 #include "in_container/signals.hpp"
 #include "in_container/supervisor.hpp"
+#include "in_container/text_fields.hpp"
 
 #include <cerrno>
-#include <charconv>
 #include <csignal>
 #include <cstring>
 #include <optional>
@@ -87,13 +87,15 @@ int session_command(std::span<const std::string_view> args) {
     // watching by hand may shorten it. `hello` says which one is in force.
     std::uint32_t heartbeat_ms = contracts::session_heartbeat_ms;
     for (std::size_t i = 0; i < args.size(); i += 2) {
-        const bool has_value = i + 1 < args.size() && !args[i + 1].empty();
-        if (has_value && args[i] == "--user") {
-            user = args[i + 1];
-        } else if (!has_value || args[i] != "--heartbeat-ms" ||
-                   std::from_chars(args[i + 1].data(), args[i + 1].data() + args[i + 1].size(), heartbeat_ms)
-                           .ptr != args[i + 1].data() + args[i + 1].size() ||
-                   heartbeat_ms < 50 || heartbeat_ms > 60000) {
+        const std::string_view value = i + 1 < args.size() ? args[i + 1] : std::string_view();
+        bool understood = false;
+        if (!value.empty() && args[i] == "--user") {
+            user = value;
+            understood = true;
+        } else if (!value.empty() && args[i] == "--heartbeat-ms") {
+            understood = parse_number(value, heartbeat_ms) && heartbeat_ms >= 50 && heartbeat_ms <= 60000;
+        }
+        if (!understood) {
             log_line(
                 "usage: maka-eval-helper session [--user USER[:GROUP]] [--heartbeat-ms 50..60000]   (NDJSON "
                 "on stdin/stdout)");

@@ -1,12 +1,20 @@
-// Whitespace-separated fields of the helper's own small records (the scope record, the leftovers record),
-// read without iostreams: an <sstream> in the static helper pulls in libstdc++'s locale machinery, a third
-// of the binary that goes into every container.
+// Numbers and whitespace-separated fields as the helper reads them — its records (scope, leftovers), /proc
+// lines, command-line values — without iostreams: an <sstream> in the static helper pulls in libstdc++'s
+// locale machinery, a third of the binary that goes into every container.
 #pragma once
 
 #include <charconv>
 #include <string_view>
 
 namespace maka_eval::in_container {
+
+// `text`, whole, as a number of type T (no sign for an unsigned T, nothing before or after it).
+template <class T>
+bool parse_number(std::string_view text, T& out) {
+    const auto* end = text.data() + text.size();
+    const auto [ptr, ec] = std::from_chars(text.data(), end, out);
+    return ec == std::errc() && ptr == end;
+}
 
 // The next field of `text` (after any whitespace), consumed; empty at the end.
 inline std::string_view next_field(std::string_view& text) {
@@ -26,9 +34,7 @@ inline std::string_view next_field(std::string_view& text) {
 // The next field as a whole number of type T; false (nothing consumed that matters) when it is not one.
 template <class T>
 bool next_number(std::string_view& text, T& out) {
-    const auto field = next_field(text);
-    const auto [ptr, ec] = std::from_chars(field.data(), field.data() + field.size(), out);
-    return !field.empty() && ec == std::errc() && ptr == field.data() + field.size();
+    return parse_number(next_field(text), out);
 }
 
 } // namespace maka_eval::in_container
