@@ -18,6 +18,9 @@ namespace maka_eval::relay {
 namespace {
 
 constexpr auto entry_lifetime = std::chrono::hours(24);
+// Old entries go at most this often: a lookup is one stat however many trials ran today.
+constexpr auto tidy_interval = std::chrono::hours(1);
+constexpr const char* tidied_marker = ".tidied";
 
 int open_directory(int at, const std::string& path) {
     return posix::open_retry(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0, at);
@@ -86,10 +89,6 @@ bool plain_name(std::string_view text) {
     return text.front() != '.';
 }
 
-std::string entry_name(std::string_view container_id, std::string_view helper) {
-    return std::string(container_id) + "+" + std::string(helper);
-}
-
 // The directory's entries (names only), read through a duplicate of the descriptor.
 std::vector<std::string> entries_of(int directory) {
     std::vector<std::string> out;
@@ -112,6 +111,17 @@ std::vector<std::string> entries_of(int directory) {
     return out;
 }
 
+// A container's directory and everything in it (only entries of ours: never a link followed).
+void remove_container_entry(int directory, const std::string& container_id) {
+    const posix::unique_fd entry(open_directory(directory, container_id));
+    if (entry) {
+        for (const auto& name : entries_of(entry.get())) {
+            (void)::unlinkat(entry.get(), name.c_str(), 0);
+        }
+    }
+    (void)::unlinkat(directory, container_id.c_str(), AT_REMOVEDIR);
+}
+
 } // namespace
 
 install_record::install_record(std::optional<std::string> directory) {
@@ -126,6 +136,9 @@ install_record::install_record(std::optional<std::string> directory) {
         } else {
             unused_because_ += "; " + second_reason;
         }
+    }
+    if (directory_ >= 0) {
+        tidy();
     }
 }
 
@@ -144,45 +157,64 @@ bool install_record::contains(std::string_view container_id, std::string_view he
     if (directory_ < 0 || !plain_name(container_id) || !plain_name(helper)) {
         return false;
     }
+    const posix::unique_fd entry(open_directory(directory_, std::string(container_id)));
     struct stat info {};
-    return ::fstatat(directory_, entry_name(container_id, helper).c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 &&
+    return entry && ::fstatat(entry.get(), std::string(helper).c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 &&
            S_ISREG(info.st_mode);
 }
 
 bool install_record::knows(std::string_view container_id) const {
-    if (directory_ < 0 || !plain_name(container_id)) {
-        return false;
-    }
-    const std::string prefix = std::string(container_id) + "+";
-    return std::ranges::any_of(entries_of(directory_),
-                               [&prefix](const std::string& name) { return name.starts_with(prefix); });
+    struct stat info {};
+    return directory_ >= 0 && plain_name(container_id) &&
+           ::fstatat(directory_, std::string(container_id).c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 &&
+           S_ISDIR(info.st_mode);
 }
 
 void install_record::add(std::string_view container_id, std::string_view helper) const {
     if (directory_ < 0 || !plain_name(container_id) || !plain_name(helper)) {
         return;
     }
-    const auto now = std::chrono::system_clock::now();
-    for (const auto& name : entries_of(directory_)) {
-        struct stat info {};
-        if (::fstatat(directory_, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 &&
-            now - std::chrono::system_clock::from_time_t(info.st_mtime) > entry_lifetime) {
-            (void)::unlinkat(directory_, name.c_str(), 0);
-        }
+    const std::string id(container_id);
+    (void)::mkdirat(directory_, id.c_str(), 0700);
+    const posix::unique_fd entry(open_directory(directory_, id));
+    if (entry) {
+        // Its existence is the record: made and closed at once. The directory's time is the entry's age.
+        (void)posix::unique_fd(
+            posix::open_retry(std::string(helper), O_WRONLY | O_CREAT | O_NOFOLLOW, 0600, entry.get()));
+        (void)::futimens(entry.get(), nullptr);
     }
-    // Its existence is the record: made and closed at once.
-    (void)posix::unique_fd(posix::open_retry(entry_name(container_id, helper),
-                                             O_WRONLY | O_CREAT | O_NOFOLLOW, 0600, directory_));
 }
 
 void install_record::forget(std::string_view container_id) const {
-    if (directory_ < 0 || !plain_name(container_id)) {
+    if (directory_ >= 0 && plain_name(container_id)) {
+        remove_container_entry(directory_, std::string(container_id));
+    }
+}
+
+void install_record::tidy() const {
+    struct stat info {};
+    const auto now = std::chrono::system_clock::now();
+    const auto age = [&now, &info] { return now - std::chrono::system_clock::from_time_t(info.st_mtime); };
+    if (::fstatat(directory_, tidied_marker, &info, AT_SYMLINK_NOFOLLOW) == 0 && age() < tidy_interval) {
         return;
     }
-    const std::string prefix = std::string(container_id) + "+";
+    (void)posix::unique_fd(
+        posix::open_retry(tidied_marker, O_WRONLY | O_CREAT | O_NOFOLLOW, 0600, directory_));
+    (void)::utimensat(directory_, tidied_marker, nullptr, AT_SYMLINK_NOFOLLOW);
     for (const auto& name : entries_of(directory_)) {
-        if (name.starts_with(prefix)) {
+        if (name == tidied_marker || ::fstatat(directory_, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) {
+            continue;
+        }
+        const auto plus = name.find('+');
+        if (S_ISREG(info.st_mode) && plus != std::string::npos) {
+            // An entry of the flat layout before this one (`ID+HELPER`): moved into its container's
+            // directory, so that knows() stays true where a trial ran before the upgrade.
+            if (age() <= entry_lifetime) {
+                add(name.substr(0, plus), name.substr(plus + 1));
+            }
             (void)::unlinkat(directory_, name.c_str(), 0);
+        } else if (S_ISDIR(info.st_mode) && age() > entry_lifetime) {
+            remove_container_entry(directory_, name);
         }
     }
 }

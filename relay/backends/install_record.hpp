@@ -2,7 +2,8 @@
 // in a fresh container uploads the helper at once, instead of learning from a failing exec (an exec create,
 // a failed start and exit-code polls), and later trials skip the upload.
 //
-// One empty file per (container id, helper content name) in a directory only this user can enter:
+// One directory per container id, holding an empty file per helper content name that went in, in a
+// directory only this user can enter:
 // $XDG_RUNTIME_DIR/maka-eval-relay, else /tmp/maka-eval-relay-<uid>. The relay may run as root with another
 // user's XDG_RUNTIME_DIR (`su` without `-`): so the parent must be ours (or root's) and not open to others
 // (or sticky, as /tmp), the directory is opened once without following links and checked (a real directory,
@@ -10,8 +11,10 @@
 // for a link and have us create or delete files elsewhere. A parent or directory that fails is not used, and
 // `unused_because()` says why (the relay logs it: every trial then pays the cold install). Nothing secret is
 // in it. A wrong entry (the helper removed from a container) costs only the old path: the exec fails and
-// the helper is uploaded again. Entries older than a day go when one is added: one container per trial is
-// the normal case, and containers rarely outlive it.
+// the helper is uploaded again. Every lookup is one stat, however many trials ran (a flat listing of a day's
+// containers cost a cold trial 1 ms per 1,500); entries older than a day go at most once an hour, when a
+// relay starts: one container per trial is the normal case, and containers rarely outlive it. The flat
+// `ID+HELPER` files of earlier builds are moved into this layout then.
 #pragma once
 
 #include <optional>
@@ -44,6 +47,10 @@ class install_record {
     [[nodiscard]] const std::string& unused_because() const { return unused_because_; }
 
   private:
+    // Once an hour at most (a marker's time says when it last ran): entries older than a day removed, flat
+    // entries of earlier builds moved into their container's directory.
+    void tidy() const;
+
     int directory_ = -1; // the record's directory, checked once; -1: none usable
     std::string unused_because_;
 };

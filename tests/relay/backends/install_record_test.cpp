@@ -2,6 +2,7 @@
 // directory others could plant entries in.
 #include "relay/backends/install_record.hpp"
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sys/stat.h>
@@ -49,7 +50,9 @@ TEST_CASE("names that are not plain words are never paths, and a shared director
     record.add("../escape", "h");
     record.add("id", "../../h");
     CHECK_FALSE(record.contains("../escape", "h"));
-    CHECK(fs::is_empty(dir.path / "r"));
+    for (const auto& entry : fs::directory_iterator(dir.path / "r")) {
+        CHECK(entry.path().filename() == ".tidied"); // when the record was last tidied: nothing else
+    }
     // A directory others may write into (or a symbolic link to one) could hold planted entries.
     fs::create_directories(dir.path / "open");
     ::chmod((dir.path / "open").c_str(), 0777);
@@ -67,16 +70,48 @@ TEST_CASE("the record's directory is held once opened: swapped for a link, nothi
     scratch_dir dir;
     const install_record record((dir.path / "r").string());
     record.add("abc", "h");
-    fs::create_directories(dir.path / "elsewhere");
-    std::ofstream(dir.path / "elsewhere" / "abc+h") << "";
+    fs::create_directories(dir.path / "elsewhere" / "abc");
+    std::ofstream(dir.path / "elsewhere" / "abc" / "h") << "";
     fs::rename(dir.path / "r", dir.path / "moved");
     fs::create_directory_symlink(dir.path / "elsewhere", dir.path / "r");
     record.forget("abc");
-    CHECK(fs::exists(dir.path / "elsewhere" / "abc+h"));   // not deleted through the link
-    CHECK_FALSE(fs::exists(dir.path / "moved" / "abc+h")); // the real one
+    CHECK(fs::exists(dir.path / "elsewhere" / "abc" / "h")); // not deleted through the link
+    CHECK_FALSE(fs::exists(dir.path / "moved" / "abc"));     // the real one
     record.add("def", "h");
-    CHECK_FALSE(fs::exists(dir.path / "elsewhere" / "def+h"));
-    CHECK(fs::exists(dir.path / "moved" / "def+h"));
+    CHECK_FALSE(fs::exists(dir.path / "elsewhere" / "def"));
+    CHECK(fs::exists(dir.path / "moved" / "def" / "h"));
+}
+
+TEST_CASE("opening the record moves the flat entries of earlier builds into their containers' directories "
+          "and drops entries older than a day, at most once an hour") {
+    scratch_dir dir;
+    const auto r = dir.path / "r";
+    fs::create_directories(r);
+    fs::permissions(r, fs::perms::owner_all);
+    std::ofstream(r / "abc+helper-1") << "";
+    fs::create_directories(r / "old");
+    std::ofstream(r / "old" / "helper-1") << "";
+    const auto two_days_ago = fs::file_time_type::clock::now() - std::chrono::hours(48);
+    fs::last_write_time(r / "old", two_days_ago);
+    {
+        const install_record record(r.string());
+        CHECK(record.knows("abc")); // a trial ran there before the upgrade
+        CHECK(record.contains("abc", "helper-1"));
+        CHECK_FALSE(fs::exists(r / "abc+helper-1"));
+        CHECK_FALSE(record.knows("old"));
+        CHECK_FALSE(fs::exists(r / "old"));
+    }
+    // Tidied a moment ago: the next relay does not list the directory again.
+    fs::create_directories(r / "stale");
+    fs::last_write_time(r / "stale", two_days_ago);
+    {
+        const install_record record(r.string());
+        CHECK(record.knows("stale"));
+    }
+    fs::last_write_time(r / ".tidied", fs::file_time_type::clock::now() - std::chrono::hours(2));
+    const install_record record(r.string());
+    CHECK_FALSE(record.knows("stale"));
+    CHECK(record.knows("abc"));
 }
 
 TEST_CASE("a parent directory of another user's is not used, and the reason is kept to be said") {
