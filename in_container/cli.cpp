@@ -27,6 +27,10 @@ commands:
                                         3 not running, 1 not settled in time
   adopt --request FILE --uid U --gid G  (as root) give a root-uploaded 0600 request file to the
                                         subject's user, so `run` can read it
+  install --from F --size N --directory D --name H [-- COMMAND...]
+                                        (as root; the end of a cold install) move F, the binary
+                                        running, whole, to D/H with the maka-eval-helper link
+                                        beside it, then run COMMAND
   probe                                 cwd, ids, capability sets and network namespace as JSON
   pin-proxy --host H [--ipv4-file F] [--hosts-file F]
                                         pin H to the proxy's published IPv4 in /etc/hosts (in place)
@@ -47,6 +51,7 @@ constexpr std::array commands = {
     command{"cancel", &cancel_command},       command{"probe", &probe_command},
     command{"pin-proxy", &pin_proxy_command}, command{"frame", &frame_command},
     command{"project", &project_command},     command{"adopt", &adopt_command},
+    command{"install", &install_command},
 };
 
 } // namespace

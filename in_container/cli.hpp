@@ -24,5 +24,6 @@ inline constexpr int exit_usage = 2;
 [[nodiscard]] int run_command(std::span<const std::string_view> args);
 [[nodiscard]] int cancel_command(std::span<const std::string_view> args);
 [[nodiscard]] int adopt_command(std::span<const std::string_view> args);
+[[nodiscard]] int install_command(std::span<const std::string_view> args);
 
 } // namespace maka_eval::in_container

@@ -368,24 +368,24 @@ class docker_backend final : public backend {
         return !bytes || bytes->empty() ? std::nullopt : std::optional<std::string>(std::move(*bytes));
     }
 
-    // A root shell that reads exactly `size` bytes of stdin into the helper's content-addressed path (through
-    // a temporary file and a rename, so no half-written helper is ever at that path), links
-    // maka-eval-helper to it, and execs it with `args`, the rest of stdin then being the session. Nothing
-    // follows the helper on stdin before its `hello`, so `head` cannot read past it.
+    // A root shell that reads exactly `size` bytes of stdin into a file of its own, makes it executable and
+    // execs it as `install`: the helper itself checks it is whole, moves itself to its content-addressed
+    // path (a rename: no half-written helper is ever there), links maka-eval-helper to it and runs `args`,
+    // the rest of stdin then being the session. Two processes in the container (head, chmod) besides the
+    // shell. Nothing follows the helper on stdin before its `hello`, so `head` cannot read past it.
     [[nodiscard]] std::vector<std::string> install_and_become(std::size_t size,
                                                               const std::vector<std::string>& args) const {
         static constexpr std::string_view script =
-            "set -e; umask 022; d=/\"$1\"; h=\"$d/$2\"; mkdir -p \"$d\"; chmod 0755 \"$d\"; "
-            "t=\"$d/.incoming.$$\"; trap 'rm -f \"$t\"' EXIT; head -c \"$3\" > \"$t\"; "
-            "[ \"$(wc -c < \"$t\")\" -eq \"$3\" ]; chmod 0755 \"$t\"; mv -f \"$t\" \"$h\"; "
-            "ln -sf \"$2\" \"$d/maka-eval-helper\"; shift 3; exec \"$h\" \"$@\"";
+            "set -e; umask 022; t=\"/.maka-eval-incoming.$$\"; trap 'rm -f \"$t\"' EXIT; "
+            "head -c \"$1\" > \"$t\"; chmod 0755 \"$t\"; s=\"$1\" d=\"$2\" n=\"$3\"; shift 3; "
+            "exec \"$t\" install --from \"$t\" --size \"$s\" --directory \"$d\" --name \"$n\" -- \"$@\"";
         std::vector<std::string> cmd{"/bin/sh",
                                      "-c",
                                      std::string(script),
                                      "maka-eval-install",
-                                     std::string(helper_directory),
-                                     helper_name_,
-                                     std::to_string(size)};
+                                     std::to_string(size),
+                                     "/" + std::string(helper_directory),
+                                     helper_name_};
         cmd.insert(cmd.end(), args.begin(), args.end());
         return cmd;
     }

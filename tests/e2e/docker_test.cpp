@@ -70,11 +70,14 @@ TEST_CASE("engine calls: 3 in a fresh container (the helper comes in on the sess
         CHECK(o.exit_code == relay::exit_success);
         CHECK(engine_calls(o.relay_log) == 3);
     }
-    // Installed as the archive upload would: root-owned, 0755, content-addressed, with the link.
-    CHECK(
+    // Installed as the archive upload would: root-owned, 0755, content-addressed, with the link; nothing the
+    // shell wrote is left at / or beside it.
+    const auto installed =
         c.exec("stat -c '%U %a' /.maka-eval /.maka-eval/helper-* && readlink /.maka-eval/maka-eval-helper && "
-               "ls -a /.maka-eval | grep -c incoming")
-            .out.starts_with("root 755\nroot 755\nhelper-"));
+               "ls -a / /.maka-eval | grep -c incoming")
+            .out;
+    CHECK(installed.starts_with("root 755\nroot 755\nhelper-"));
+    CHECK(installed.ends_with("\n0\n"));
     // The helper removed after a trial: it goes in again through the engine (one call more), the trial runs.
     REQUIRE(c.exec("rm -rf /.maka-eval").exit_code == 0);
     trial t(in_container({}, script), c.relay_args());

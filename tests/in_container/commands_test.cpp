@@ -293,4 +293,86 @@ TEST_CASE("the helper binary is static") {
     CHECK(ldd.exit_code != 0);
 }
 
+// A copy of the helper where the cold install's shell would have written it, executable, and its size.
+std::pair<std::string, std::string> incoming_copy(const scratch& dir) {
+    const auto copy = (dir.path() / ".maka-eval-incoming").string();
+    std::filesystem::copy_file(helper_binary, copy);
+    ::chmod(copy.c_str(), 0700);
+    return {copy, std::to_string(std::filesystem::file_size(copy))};
+}
+
+TEST_CASE("install moves the running binary whole to its name, links maka-eval-helper to it, then runs the "
+          "command") {
+    scratch dir;
+    const auto [copy, size] = incoming_copy(dir);
+    const auto place = dir.path() / "made" / "here";
+    std::filesystem::create_directories(place);
+    ::chmod(place.c_str(), 0700);
+    std::filesystem::create_symlink("elsewhere", place / "maka-eval-helper"); // an older build's link
+    const auto r = run_process({copy, "install", "--from", copy, "--size", size, "--directory",
+                                place.string(), "--name", "helper-1", "--", "--version"});
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.starts_with("maka-eval-helper "));
+    CHECK_FALSE(std::filesystem::exists(copy));
+    struct stat info {};
+    REQUIRE(::stat((place / "helper-1").c_str(), &info) == 0);
+    CHECK((info.st_mode & 07777) == 0755);
+    REQUIRE(::stat(place.c_str(), &info) == 0);
+    CHECK((info.st_mode & 07777) == 0755);
+    CHECK(std::filesystem::read_symlink(place / "maka-eval-helper") == "helper-1");
+    CHECK(std::distance(std::filesystem::directory_iterator(place), {}) == 2); // nothing staged left
+    // Installed: it runs from its place.
+    CHECK(run_process({(place / "maka-eval-helper").string(), "--version"}).out == r.out);
+}
+
+TEST_CASE("install leaves nothing half in: an incomplete binary, a link on the way or another file") {
+    scratch dir;
+    SUBCASE("incomplete (fewer bytes than the relay sent): removed, the command never runs") {
+        const auto [copy, size] = incoming_copy(dir);
+        const auto r = run_process({copy, "install", "--from", copy, "--size", size + "0", "--directory",
+                                    (dir.path() / "d").string(), "--name", "helper-1", "--", "--version"});
+        CHECK(r.exit_code == 1);
+        CHECK(r.out.empty());
+        CHECK(r.err.find("(incomplete)") != std::string::npos);
+        CHECK_FALSE(std::filesystem::exists(copy));
+        CHECK_FALSE(std::filesystem::exists(dir.path() / "d" / "helper-1"));
+    }
+    SUBCASE("a symbolic link on the way to the directory: refused, removed") {
+        const auto [copy, size] = incoming_copy(dir);
+        std::filesystem::create_directories(dir.path() / "real");
+        std::filesystem::create_directory_symlink(dir.path() / "real", dir.path() / "link");
+        const auto r = run_process({copy, "install", "--from", copy, "--size", size, "--directory",
+                                    (dir.path() / "link" / "d").string(), "--name", "helper-1"});
+        CHECK(r.exit_code == 1);
+        CHECK_FALSE(std::filesystem::exists(copy));
+        CHECK(std::filesystem::is_empty(dir.path() / "real"));
+    }
+    SUBCASE("--from names another file than the one running: left as it is") {
+        const auto other = (dir.path() / "other").string();
+        std::ofstream(other) << "not the helper";
+        const auto r = run_process({helper_binary, "install", "--from", other, "--size", "14", "--directory",
+                                    (dir.path() / "d").string(), "--name", "helper-1"});
+        CHECK(r.exit_code == 1);
+        CHECK(r.err.find("is not the binary running") != std::string::npos);
+        CHECK(read_text(other) == "not the helper");
+        CHECK_FALSE(std::filesystem::exists(dir.path() / "d"));
+    }
+    SUBCASE("usage: every option, an absolute directory, one plain name that is not the link's") {
+        const std::string d = (dir.path() / "d").string();
+        for (const auto& argv : std::vector<std::vector<std::string>>{
+                 {"install", "--from", "x", "--size", "1", "--directory", d},
+                 {"install", "--from", "x", "--size", "1k", "--directory", d, "--name", "h"},
+                 {"install", "--from", "x", "--size", "1", "--directory", "rel", "--name", "h"},
+                 {"install", "--from", "x", "--size", "1", "--directory", d, "--name", "a/b"},
+                 {"install", "--from", "x", "--size", "1", "--directory", d, "--name", ".."},
+                 {"install", "--from", "x", "--size", "1", "--directory", d, "--name", "maka-eval-helper"},
+                 {"install", "--from", "x", "--size", "1", "--directory", d, "--name", "h", "--bogus",
+                  "1"}}) {
+            std::vector<std::string> full{helper_binary};
+            full.insert(full.end(), argv.begin(), argv.end());
+            CHECK(run_process(full).exit_code == 2);
+        }
+    }
+}
+
 } // namespace
