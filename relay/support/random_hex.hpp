@@ -7,8 +7,8 @@
 
 namespace maka_eval::relay {
 
-// 2 × `bytes` lowercase hex characters from OpenSSL's CSPRNG; throws std::runtime_error if it fails (callers
-// run in a coroutine whose completion handler reports it).
+// 2 × `bytes` lowercase hex characters from the kernel's CSPRNG (getrandom); throws std::runtime_error if it
+// fails (callers run in a coroutine whose completion handler reports it).
 [[nodiscard]] std::string random_hex(std::size_t bytes);
 
 } // namespace maka_eval::relay
