@@ -2,6 +2,10 @@
 //   bare-exec CONTAINER N — N engine execs of `true` through the same Engine API client the relay uses
 //                           (exec create, exec start attached, stream to EOF, exit code): the baseline a
 //                           trial's overhead is compared against. Prints one JSON array of milliseconds.
+//   exchange-exec CONTAINER N — N execs of a shell that says a line, reads one and answers it, each timed
+//                           from exec create to the answer: the least a trial's exec must do (its helper's
+//                           hello out, the run in, the report out), without the relay, orchestrator or
+//                           subject. Prints one JSON array of milliseconds.
 //   projection N          — N projections of a 64 KiB carrier (noise, then the frame last). Prints JSON.
 #include "contracts/result_frame.hpp"
 #include "contracts/wire_json.hpp"
@@ -56,11 +60,36 @@ boost::asio::awaitable<void> bare_execs(relay::docker_api& api, std::string cont
     }
 }
 
+boost::asio::awaitable<void> exchange_execs(relay::docker_api& api, std::string container, int n,
+                                            boost::json::array& out) {
+    for (int i = 0; i < n; ++i) {
+        const auto begun = clock_type::now();
+        std::string id;
+        relay::exec_spec spec;
+        spec.cmd = {"sh", "-c", "echo hello; read line; echo \"$line\""};
+        spec.attach_stdin = true;
+        auto stream = co_await api.exec(container, std::move(spec), id);
+        if (!stream) {
+            throw std::runtime_error(stream.error().message);
+        }
+        auto hello = co_await (*stream)->read_line(1U << 16U);
+        std::string request = "run\n";
+        (void)co_await (*stream)->write(std::move(request));
+        auto answer = co_await (*stream)->read_line(1U << 16U);
+        if (!hello || *hello != "hello" || !answer || *answer != "run") {
+            throw std::runtime_error("exchange-exec: unexpected answer");
+        }
+        out.emplace_back(ms_since(begun));
+        (*stream)->close_stdin();
+        (void)co_await (*stream)->read_rest(1U << 16U);
+    }
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
     const std::string command = argc > 1 ? argv[1] : "";
-    if (command == "bare-exec" && argc == 4) {
+    if ((command == "bare-exec" || command == "exchange-exec") && argc == 4) {
         boost::asio::io_context context;
         // The engine as the relay finds it: DOCKER_HOST and, for TLS, DOCKER_TLS_VERIFY/DOCKER_CERT_PATH.
         auto engine = relay::resolve_engine_endpoint(std::nullopt, &relay::process_env);
@@ -74,12 +103,13 @@ int main(int argc, char** argv) {
         }
         auto& api = *opened;
         boost::json::array out;
-        boost::asio::co_spawn(context, bare_execs(api, argv[2], std::stoi(argv[3]), out),
-                              [](std::exception_ptr e) {
-                                  if (e) {
-                                      std::rethrow_exception(e);
-                                  }
-                              });
+        auto work = command == "bare-exec" ? bare_execs(api, argv[2], std::stoi(argv[3]), out)
+                                           : exchange_execs(api, argv[2], std::stoi(argv[3]), out);
+        boost::asio::co_spawn(context, std::move(work), [](std::exception_ptr e) {
+            if (e) {
+                std::rethrow_exception(e);
+            }
+        });
         context.run();
         std::cout << contracts::to_wire(out) << "\n";
         return 0;
@@ -108,6 +138,6 @@ int main(int argc, char** argv) {
         std::cout << contracts::to_wire(out) << "\n";
         return 0;
     }
-    std::cerr << "usage: maka-eval-bench bare-exec CONTAINER N | projection N\n";
+    std::cerr << "usage: maka-eval-bench bare-exec CONTAINER N | exchange-exec CONTAINER N | projection N\n";
     return 2;
 }
