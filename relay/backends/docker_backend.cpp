@@ -16,6 +16,7 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -103,11 +104,6 @@ class docker_backend final : public backend {
             installed = true;
         }
         for (int attempt = 0; attempt < 3; ++attempt) {
-            // A root supervisor; the subject runs as the container's user (or --user), out of its reach.
-            std::vector<std::string> args{"session"};
-            if (supervise_as_root_ && !subject_user_.empty()) {
-                args.insert(args.end(), {"--user", subject_user_});
-            }
             const bool streaming = stream_install && supervise_as_root_;
             std::optional<std::string> binary;
             if (streaming) {
@@ -116,15 +112,19 @@ class docker_backend final : public backend {
                     co_return relay_error{relay_errc::environment, "cannot read " + helper_on_host_};
                 }
             }
-            std::vector<std::string> cmd = streaming ? install_and_become(binary->size(), args) : args;
-            if (!streaming) {
-                cmd.insert(cmd.begin(), helper_in_container_);
-            }
-            // --cwd (Harbor's task workdir on the fast path) as `docker exec -w`: the helper reports it in
-            // hello, and the subject starts there.
-            exec_spec spec{std::move(cmd), supervise_as_root_ ? "0" : subject_user_, options_.cwd, true};
+            exec_spec spec = streaming ? session_spec(install_and_become(binary->size())) : session_spec();
             std::string id;
-            auto stream = co_await api_.exec(container_, std::move(spec), id);
+            auto stream = boost::system::result<std::unique_ptr<exec_stream>, relay_error>(relay_error{});
+            if (created_ && created_->first.cmd == spec.cmd && created_->first.user == spec.user &&
+                (installed_ == installed_copy::genuine || installed)) {
+                // Created by resolve() while it compared the copy, started now that this build's helper is
+                // at its path (found there, or just put in through the engine).
+                id = created_->second;
+                stream = co_await api_.start_exec(container_, id);
+            } else {
+                stream = co_await api_.exec(container_, std::move(spec), id);
+            }
+            created_.reset();
             if (!stream) {
                 co_return stream.error();
             }
@@ -309,10 +309,17 @@ class docker_backend final : public backend {
             }
             container_ = *found;
         }
+        // One inspect per trial: the container's state for a clear error, its configured user (whom a plain
+        // `docker exec` would run as: the subject's identity), and its compose project (for the sidecar).
+        // The helper is hashed (for its name in the container) while the engine answers it.
+        boost::system::result<container_facts, relay_error> facts = relay_error{};
         if (!options_.helper_in_container.empty()) {
             helper_in_container_ = options_.helper_in_container; // mounted by the user (compose overlay)
+            facts = co_await api_.inspect_container(container_);
         } else {
-            auto digest = helper_digest(helper_on_host_);
+            auto both = co_await (api_.inspect_container(container_) && hash_helper_between_turns());
+            facts = std::move(std::get<0>(both));
+            auto& digest = std::get<1>(both);
             if (!digest) {
                 co_return digest.error();
             }
@@ -320,9 +327,6 @@ class docker_backend final : public backend {
             helper_name_ = helper_name_of_digest(helper_digest_);
             helper_in_container_ = "/" + std::string(helper_directory) + "/" + helper_name_;
         }
-        // One inspect per trial: the container's state for a clear error, its configured user (whom a plain
-        // `docker exec` would run as: the subject's identity), and its compose project (for the sidecar).
-        auto facts = co_await api_.inspect_container(container_);
         if (!facts) {
             co_return facts.error();
         }
@@ -340,12 +344,61 @@ class docker_backend final : public backend {
             const char* through_engine = std::getenv("MAKA_EVAL_CHECK_HELPER_THROUGH_ENGINE");
             std::optional<installed_copy> found;
             if (through_engine == nullptr || std::string_view(through_engine) != "1") {
-                found = compare_on_this_host(facts->pid, facts->id, helper_in_container_, helper_on_host_);
+                host_comparison comparison(facts->pid, facts->id, helper_in_container_, helper_on_host_);
+                if (installs_.knows(container_id_)) {
+                    // A trial ran here, so the copy is most likely this build's: the session's exec is
+                    // created (not started) while it is compared, the engine on its core and the comparison
+                    // on this one, 64 KiB per turn. open_session() starts it only if the copy is genuine.
+                    auto both = co_await (api_.create_exec(container_, session_spec()) &&
+                                          compare_between_turns(comparison));
+                    if (auto& id = std::get<0>(both)) {
+                        created_.emplace(session_spec(), std::move(*id));
+                    }
+                } else {
+                    while (comparison.step()) {
+                    }
+                }
+                found = comparison.verdict();
             }
             installed_ = found ? *found : co_await installed_helper();
         }
         resolved_ = true;
         co_return boost::system::result<void, relay_error>{};
+    }
+
+    // The session's exec: the helper at its path, or `cmd` (the install that becomes it). A root supervisor;
+    // the subject runs as the container's user (or --user), out of its reach. --cwd (Harbor's task workdir on
+    // the fast path) as `docker exec -w`: the helper reports it in hello, and the subject starts there.
+    [[nodiscard]] exec_spec session_spec(std::vector<std::string> cmd = {}) const {
+        std::vector<std::string> args{"session"};
+        if (supervise_as_root_ && !subject_user_.empty()) {
+            args.insert(args.end(), {"--user", subject_user_});
+        }
+        if (cmd.empty()) {
+            cmd.push_back(helper_in_container_);
+        }
+        cmd.insert(cmd.end(), args.begin(), args.end());
+        return exec_spec{std::move(cmd), supervise_as_root_ ? "0" : subject_user_, options_.cwd, true};
+    }
+
+    static asio::awaitable<bool> compare_between_turns(host_comparison& comparison) {
+        const auto executor = co_await asio::this_coro::executor;
+        while (comparison.step()) {
+            co_await asio::post(executor, use_awaitable);
+        }
+        co_return true;
+    }
+
+    // The helper's SHA-256, 64 KiB per turn of the event loop: alongside the inspect, whose request goes out
+    // and whose answer is read between the turns while the engine works on another core. Hashed before it,
+    // the megabyte cost every trial half a millisecond on top of the inspect.
+    asio::awaitable<boost::system::result<std::string, relay_error>> hash_helper_between_turns() {
+        helper_hashing hashing(helper_on_host_);
+        const auto executor = co_await asio::this_coro::executor;
+        while (hashing.step()) {
+            co_await asio::post(executor, use_awaitable);
+        }
+        co_return hashing.digest();
     }
 
     // What is at the helper's path in the container, downloaded through the engine (never by anything in
@@ -370,24 +423,22 @@ class docker_backend final : public backend {
 
     // A root shell that reads exactly `size` bytes of stdin into a file of its own, makes it executable and
     // execs it as `install`: the helper itself checks it is whole, moves itself to its content-addressed
-    // path (a rename: no half-written helper is ever there), links maka-eval-helper to it and runs `args`,
-    // the rest of stdin then being the session. Two processes in the container (head, chmod) besides the
-    // shell. Nothing follows the helper on stdin before its `hello`, so `head` cannot read past it.
-    [[nodiscard]] std::vector<std::string> install_and_become(std::size_t size,
-                                                              const std::vector<std::string>& args) const {
+    // path (a rename: no half-written helper is ever there), links maka-eval-helper to it and runs the
+    // session (session_spec() appends its arguments), the rest of stdin being the session's. Two processes in
+    // the container (head, chmod) besides the shell. Nothing follows the helper on stdin before its `hello`,
+    // so `head` cannot read past it.
+    [[nodiscard]] std::vector<std::string> install_and_become(std::size_t size) const {
         static constexpr std::string_view script =
             "set -e; umask 022; t=\"/.maka-eval-incoming.$$\"; trap 'rm -f \"$t\"' EXIT; "
             "head -c \"$1\" > \"$t\"; chmod 0755 \"$t\"; s=\"$1\" d=\"$2\" n=\"$3\"; shift 3; "
             "exec \"$t\" install --from \"$t\" --size \"$s\" --directory \"$d\" --name \"$n\" -- \"$@\"";
-        std::vector<std::string> cmd{"/bin/sh",
-                                     "-c",
-                                     std::string(script),
-                                     "maka-eval-install",
-                                     std::to_string(size),
-                                     "/" + std::string(helper_directory),
-                                     helper_name_};
-        cmd.insert(cmd.end(), args.begin(), args.end());
-        return cmd;
+        return {"/bin/sh",
+                "-c",
+                std::string(script),
+                "maka-eval-install",
+                std::to_string(size),
+                "/" + std::string(helper_directory),
+                helper_name_};
     }
 
     asio::awaitable<boost::system::result<void, relay_error>> upload_helper() {
@@ -464,6 +515,7 @@ class docker_backend final : public backend {
     std::string compose_project_;                       // the container's, for the policy sidecar
     bool supervise_as_root_ = true;
     bool resolved_ = false;
+    std::optional<std::pair<exec_spec, std::string>> created_; // the session exec resolve() created, its id
 };
 
 } // namespace

@@ -1,9 +1,7 @@
 // Finding the helper and naming it by its content (see helper_binary.hpp).
 #include "relay/backends/helper_binary.hpp"
 
-#include "contracts/digest.hpp"
 #include "posix/executable_search.hpp"
-#include "posix/io.hpp"
 
 #include <array>
 #include <cerrno>
@@ -60,21 +58,37 @@ boost::system::result<std::string, relay_error> helper_to_upload(const common_op
                                                            ec ? *helper : real.string());
 }
 
-boost::system::result<std::string, relay_error> helper_digest(const std::string& path) {
-    // Hashed in chunks: the binary is only held in memory when it must be uploaded.
-    const posix::unique_fd fd(posix::open_retry(path, O_RDONLY));
-    contracts::sha256 digest;
+helper_hashing::helper_hashing(const std::string& path)
+    : path_(path), fd_(posix::open_retry(path, O_RDONLY)), failed_(!fd_) {}
+
+bool helper_hashing::step() {
+    // Chunks of 64 KiB: the binary is only held in memory when it must be uploaded.
     std::array<char, 65536> chunk{};
-    std::size_t size = 0;
-    ssize_t got = 0;
-    while (fd && (got = posix::read_retry(fd.get(), chunk.data(), chunk.size())) > 0) {
-        digest.update({chunk.data(), static_cast<std::size_t>(got)});
-        size += static_cast<std::size_t>(got);
+    if (failed_) {
+        return false;
     }
-    if (size == 0 || got < 0) {
-        return relay_error{relay_errc::environment, "cannot read " + path};
+    const ssize_t got = posix::read_retry(fd_.get(), chunk.data(), chunk.size());
+    if (got <= 0) {
+        failed_ = got < 0;
+        return false;
     }
-    return boost::system::result<std::string, relay_error>(boost::system::in_place_value, digest.hex());
+    sha_.update({chunk.data(), static_cast<std::size_t>(got)});
+    size_ += static_cast<std::size_t>(got);
+    return true;
+}
+
+boost::system::result<std::string, relay_error> helper_hashing::digest() const {
+    if (failed_ || size_ == 0) {
+        return relay_error{relay_errc::environment, "cannot read " + path_};
+    }
+    return boost::system::result<std::string, relay_error>(boost::system::in_place_value, sha_.hex());
+}
+
+boost::system::result<std::string, relay_error> helper_digest(const std::string& path) {
+    helper_hashing hashing(path);
+    while (hashing.step()) {
+    }
+    return hashing.digest();
 }
 
 std::string helper_name_of_digest(const std::string& digest) {

@@ -5,6 +5,8 @@
 // /.maka-eval-helper-<hash> (a runner's upload cannot create a directory).
 #pragma once
 
+#include "contracts/digest.hpp"
+#include "posix/io.hpp"
 #include "relay/trial/backend.hpp"
 #include "relay/trial/options.hpp"
 
@@ -20,6 +22,23 @@ namespace maka_eval::relay {
 // For the docker and bridge backends: the helper file to upload, resolved past symlinks; empty when
 // --helper-in-container names one already there and none is found here.
 [[nodiscard]] boost::system::result<std::string, relay_error> helper_to_upload(const common_options& options);
+// The helper's SHA-256 a chunk at a time, so that a coroutine can let other work run between chunks.
+class helper_hashing {
+  public:
+    explicit helper_hashing(const std::string& path);
+    // Hashes the next chunk; false at the end of the file or on an error.
+    bool step();
+    // The lowercase hex digest once step() returned false; an error if the file could not be read or was
+    // empty.
+    [[nodiscard]] boost::system::result<std::string, relay_error> digest() const;
+
+  private:
+    std::string path_;
+    posix::unique_fd fd_;
+    contracts::sha256 sha_;
+    std::size_t size_ = 0;
+    bool failed_ = false;
+};
 // The lowercase hex SHA-256 of the helper at `path`: what an installed copy must hash to.
 [[nodiscard]] boost::system::result<std::string, relay_error> helper_digest(const std::string& path);
 // "helper-<first 16 hex digits of its SHA-256>": its name inside a container (docker, bridge).

@@ -39,48 +39,35 @@ ssize_t read_at(int fd, char* into, std::size_t size, off_t offset) {
     return static_cast<ssize_t>(got);
 }
 
-// Same size, same bytes.
-bool same_content(int a, int b, off_t size) {
-    std::array<char, 65536> x{};
-    std::array<char, 65536> y{};
-    for (off_t at = 0; at < size;) {
-        const auto want = static_cast<std::size_t>(std::min<off_t>(size - at, static_cast<off_t>(x.size())));
-        const auto from_a = read_at(a, x.data(), want, at);
-        const auto from_b = read_at(b, y.data(), want, at);
-        if (from_a != static_cast<ssize_t>(want) || from_b != static_cast<ssize_t>(want) ||
-            std::char_traits<char>::compare(x.data(), y.data(), want) != 0) {
-            return false;
-        }
-        at += static_cast<off_t>(want);
-    }
-    return true;
-}
-
 } // namespace
 
-std::optional<installed_copy> compare_on_this_host(long pid, std::string_view container_id,
-                                                   std::string_view path_in_container,
-                                                   const std::string& genuine_path) {
+host_comparison::host_comparison(long pid, std::string_view container_id, std::string_view path_in_container,
+                                 const std::string& genuine_path) {
+    look_up(pid, container_id, path_in_container, genuine_path);
+}
+
+void host_comparison::look_up(long pid, std::string_view container_id, std::string_view path_in_container,
+                              const std::string& genuine_path) {
     if (pid <= 0 || container_id.size() < 12 || !path_in_container.starts_with('/')) {
-        return std::nullopt;
+        return;
     }
     // One descriptor for the process: its cgroup and its root are then that process's, even if the pid
     // were reused meanwhile (the opens below fail once it is gone).
     const unique_fd process(posix::open_retry("/proc/" + std::to_string(pid), O_PATH | O_DIRECTORY));
     if (!process) {
-        return std::nullopt;
+        return;
     }
     const unique_fd cgroup(posix::open_retry("cgroup", O_RDONLY, 0, process.get()));
     if (!cgroup) {
-        return std::nullopt;
+        return;
     }
     const auto groups = posix::read_all(cgroup.get(), 1U << 16U);
     if (!groups || groups->find(container_id) == std::string::npos) {
-        return std::nullopt; // not that container's process: another pid namespace than the engine's
+        return; // not that container's process: another pid namespace than the engine's
     }
     unique_fd directory(posix::open_retry("root", O_PATH | O_DIRECTORY, 0, process.get()));
     if (!directory) {
-        return std::nullopt; // no privilege to look into the container
+        return; // no privilege to look into the container
     }
     // Component by component, never through a link: the lookup stays inside the container's root.
     std::string_view rest = path_in_container.substr(1);
@@ -88,7 +75,7 @@ std::optional<installed_copy> compare_on_this_host(long pid, std::string_view co
         const auto slash = rest.find('/');
         const std::string part(rest.substr(0, slash));
         if (part.empty() || part == "." || part == "..") {
-            return std::nullopt;
+            return;
         }
         const bool last = slash == std::string_view::npos;
         const int flags =
@@ -96,12 +83,11 @@ std::optional<installed_copy> compare_on_this_host(long pid, std::string_view co
         unique_fd next(posix::open_retry(part, flags, 0, directory.get()));
         if (!next) {
             if (errno == ENOENT) {
-                return installed_copy::absent;
+                verdict_ = installed_copy::absent;
+            } else if (errno == ELOOP || errno == ENOTDIR || errno == ENXIO) {
+                verdict_ = installed_copy::other; // a link, a file or a socket in the way
             }
-            if (errno == ELOOP || errno == ENOTDIR || errno == ENXIO) {
-                return installed_copy::other; // a link, a file or a socket in the way
-            }
-            return std::nullopt;
+            return;
         }
         directory = std::move(next);
         if (last) {
@@ -111,16 +97,53 @@ std::optional<installed_copy> compare_on_this_host(long pid, std::string_view co
     }
     struct stat copy {};
     struct stat genuine_info {};
-    const unique_fd genuine(posix::open_retry(genuine_path, O_RDONLY));
+    unique_fd genuine(posix::open_retry(genuine_path, O_RDONLY));
     if (!genuine || ::fstat(genuine.get(), &genuine_info) != 0 || ::fstat(directory.get(), &copy) != 0) {
-        return std::nullopt;
+        return;
     }
     if (!S_ISREG(copy.st_mode) || (copy.st_mode & (S_IWGRP | S_IWOTH)) != 0 ||
         copy.st_size != genuine_info.st_size) {
-        return installed_copy::other;
+        verdict_ = installed_copy::other;
+        return;
     }
-    return same_content(directory.get(), genuine.get(), copy.st_size) ? installed_copy::genuine
-                                                                      : installed_copy::other;
+    copy_ = std::move(directory);
+    genuine_ = std::move(genuine);
+    size_ = copy.st_size;
+    comparing_ = true;
+}
+
+bool host_comparison::step() {
+    if (!comparing_) {
+        return false;
+    }
+    // Same size, same bytes: a chunk of each at the same offset.
+    std::array<char, 65536> x{};
+    std::array<char, 65536> y{};
+    const auto want = static_cast<std::size_t>(std::min<off_t>(size_ - at_, static_cast<off_t>(x.size())));
+    const auto from_copy = read_at(copy_.get(), x.data(), want, at_);
+    const auto from_genuine = read_at(genuine_.get(), y.data(), want, at_);
+    if (from_copy != static_cast<ssize_t>(want) || from_genuine != static_cast<ssize_t>(want) ||
+        std::char_traits<char>::compare(x.data(), y.data(), want) != 0) {
+        verdict_ = installed_copy::other;
+        comparing_ = false;
+        return false;
+    }
+    at_ += static_cast<off_t>(want);
+    if (at_ >= size_) {
+        verdict_ = installed_copy::genuine;
+        comparing_ = false;
+        return false;
+    }
+    return true;
+}
+
+std::optional<installed_copy> compare_on_this_host(long pid, std::string_view container_id,
+                                                   std::string_view path_in_container,
+                                                   const std::string& genuine_path) {
+    host_comparison comparison(pid, container_id, path_in_container, genuine_path);
+    while (comparison.step()) {
+    }
+    return comparison.verdict();
 }
 
 installed_copy compare_download(std::string_view archive, std::string_view genuine_sha256) {

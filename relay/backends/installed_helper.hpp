@@ -10,9 +10,12 @@
 // engine's archive operation (tens of milliseconds).
 #pragma once
 
+#include "posix/io.hpp"
+
 #include <optional>
 #include <string>
 #include <string_view>
+#include <sys/types.h>
 
 namespace maka_eval::relay {
 
@@ -23,8 +26,30 @@ enum class installed_copy {
 };
 
 // The copy at `path_in_container` (absolute, no `.` or `..`) of the container whose first process is `pid`
-// and whose id is `container_id`, against the file at `genuine_path`; no link is followed on the way.
-// nullopt when the container's files cannot be reached from here.
+// and whose id is `container_id`, against the file at `genuine_path`; no link is followed on the way. In
+// steps, so that a coroutine can let the engine's answers in between: the constructor looks the copy up,
+// each step() compares the next 64 KiB of content.
+class host_comparison {
+  public:
+    host_comparison(long pid, std::string_view container_id, std::string_view path_in_container,
+                    const std::string& genuine_path);
+    // Compares the next chunk; false once the verdict is known.
+    bool step();
+    // Once step() returned false: nullopt when the container's files cannot be reached from here.
+    [[nodiscard]] std::optional<installed_copy> verdict() const { return verdict_; }
+
+  private:
+    void look_up(long pid, std::string_view container_id, std::string_view path_in_container,
+                 const std::string& genuine_path);
+    std::optional<installed_copy> verdict_;
+    bool comparing_ = false;
+    posix::unique_fd copy_;
+    posix::unique_fd genuine_;
+    off_t size_ = 0;
+    off_t at_ = 0;
+};
+
+// host_comparison's steps all at once.
 [[nodiscard]] std::optional<installed_copy> compare_on_this_host(long pid, std::string_view container_id,
                                                                  std::string_view path_in_container,
                                                                  const std::string& genuine_path);

@@ -506,6 +506,16 @@ docker_api::find_compose_container(std::string project, std::string service) {
 
 asio::awaitable<boost::system::result<std::unique_ptr<exec_stream>, relay_error>>
 docker_api::exec(std::string container, exec_spec spec, std::string& exec_id) {
+    auto id = co_await create_exec(container, std::move(spec));
+    if (!id) {
+        co_return id.error();
+    }
+    exec_id = std::move(*id);
+    co_return co_await start_exec(std::move(container), exec_id);
+}
+
+asio::awaitable<boost::system::result<std::string, relay_error>>
+docker_api::create_exec(std::string container, exec_spec spec) {
     boost::json::array cmd;
     for (const auto& arg : spec.cmd) {
         cmd.emplace_back(arg);
@@ -531,11 +541,11 @@ docker_api::exec(std::string container, exec_spec spec, std::string& exec_id) {
                                                        : engine_message(created->body);
         co_return relay_error{relay_errc::engine, "cannot exec in container " + container + ": " + why};
     }
-    auto id = parse_exec_id(created->body);
-    if (!id) {
-        co_return id.error();
-    }
-    exec_id = std::move(*id);
+    co_return parse_exec_id(created->body);
+}
+
+asio::awaitable<boost::system::result<std::unique_ptr<exec_stream>, relay_error>>
+docker_api::start_exec(std::string container, std::string exec_id) {
     ++calls_;
     auto c = co_await open_connection(engine_, tls_.get(), sessions_);
     if (!c) {

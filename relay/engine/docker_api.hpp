@@ -79,8 +79,15 @@ class docker_api {
     asio::awaitable<boost::system::result<container_facts, relay_error>> inspect_container(std::string id);
     asio::awaitable<boost::system::result<std::string, relay_error>>
     find_compose_container(std::string project, std::string service);
+    // create_exec then start_exec.
     asio::awaitable<boost::system::result<std::unique_ptr<exec_stream>, relay_error>>
     exec(std::string container, exec_spec spec, std::string& exec_id);
+    // The exec's id. Nothing runs until it is started; one never started is dropped with its container.
+    asio::awaitable<boost::system::result<std::string, relay_error>> create_exec(std::string container,
+                                                                                 exec_spec spec);
+    // Starts a created exec, attached: its stream.
+    asio::awaitable<boost::system::result<std::unique_ptr<exec_stream>, relay_error>>
+    start_exec(std::string container, std::string exec_id);
     // The exec's exit code; nullopt while the engine still reports it running.
     asio::awaitable<boost::system::result<std::optional<int>, relay_error>>
     exec_exit_code(std::string exec_id);
