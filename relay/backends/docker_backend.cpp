@@ -392,13 +392,24 @@ class docker_backend final : public backend {
     // The helper's SHA-256, 64 KiB per turn of the event loop: alongside the inspect, whose request goes out
     // and whose answer is read between the turns while the engine works on another core. Hashed before it,
     // the megabyte cost every trial half a millisecond on top of the inspect.
+    // Where this very file was hashed before (the record remembers its digest), nothing is read.
     asio::awaitable<boost::system::result<std::string, relay_error>> hash_helper_between_turns() {
         helper_hashing hashing(helper_on_host_);
+        if (hashing.file_info()) {
+            if (auto known = installs_.remembered_digest(*hashing.file_info())) {
+                co_return boost::system::result<std::string, relay_error>(boost::system::in_place_value,
+                                                                          *known);
+            }
+        }
         const auto executor = co_await asio::this_coro::executor;
         while (hashing.step()) {
             co_await asio::post(executor, use_awaitable);
         }
-        co_return hashing.digest();
+        auto digest = hashing.digest();
+        if (digest && hashing.file_info()) {
+            installs_.remember_digest(*hashing.file_info(), *digest);
+        }
+        co_return digest;
     }
 
     // What is at the helper's path in the container, downloaded through the engine (never by anything in

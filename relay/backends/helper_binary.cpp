@@ -59,7 +59,12 @@ boost::system::result<std::string, relay_error> helper_to_upload(const common_op
 }
 
 helper_hashing::helper_hashing(const std::string& path)
-    : path_(path), fd_(posix::open_retry(path, O_RDONLY)), failed_(!fd_) {}
+    : path_(path), fd_(posix::open_retry(path, O_RDONLY)), failed_(!fd_) {
+    struct stat info {};
+    if (fd_ && ::fstat(fd_.get(), &info) == 0) {
+        info_ = info;
+    }
+}
 
 bool helper_hashing::step() {
     // Chunks of 64 KiB: the binary is only held in memory when it must be uploaded.

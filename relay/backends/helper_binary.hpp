@@ -10,8 +10,10 @@
 #include "relay/trial/backend.hpp"
 #include "relay/trial/options.hpp"
 
+#include <optional>
 #include <string>
 #include <string_view>
+#include <sys/stat.h>
 
 #include <boost/system/result.hpp>
 
@@ -26,6 +28,9 @@ namespace maka_eval::relay {
 class helper_hashing {
   public:
     explicit helper_hashing(const std::string& path);
+    // What the open file is (device, inode, size, times): the key under which its digest is remembered;
+    // nullopt when it could not be opened.
+    [[nodiscard]] const std::optional<struct stat>& file_info() const { return info_; }
     // Hashes the next chunk; false at the end of the file or on an error.
     bool step();
     // The lowercase hex digest once step() returned false; an error if the file could not be read or was
@@ -36,6 +41,7 @@ class helper_hashing {
     std::string path_;
     posix::unique_fd fd_;
     contracts::sha256 sha_;
+    std::optional<struct stat> info_;
     std::size_t size_ = 0;
     bool failed_ = false;
 };

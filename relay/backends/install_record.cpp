@@ -191,6 +191,62 @@ void install_record::forget(std::string_view container_id) const {
     }
 }
 
+namespace {
+
+constexpr const char* digest_memo = ".helper-digest";
+
+std::string digest_key(const struct stat& info) {
+    const auto ns = [](const struct timespec& t) {
+        return std::to_string(t.tv_sec) + "." + std::to_string(t.tv_nsec);
+    };
+    return std::to_string(info.st_dev) + " " + std::to_string(info.st_ino) + " " +
+           std::to_string(info.st_size) + " " + ns(info.st_mtim) + " " + ns(info.st_ctim);
+}
+
+} // namespace
+
+std::optional<std::string> install_record::remembered_digest(const struct stat& info) const {
+    if (directory_ < 0) {
+        return std::nullopt;
+    }
+    const posix::unique_fd memo(
+        posix::open_retry(digest_memo, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0, directory_));
+    if (!memo) {
+        return std::nullopt;
+    }
+    const auto text = posix::read_all(memo.get(), 512);
+    const std::string prefix = digest_key(info) + " ";
+    // KEY SHA256\n, the digest 64 lowercase hex digits.
+    if (!text || !text->starts_with(prefix) || text->size() != prefix.size() + 65 || text->back() != '\n') {
+        return std::nullopt;
+    }
+    std::string digest = text->substr(prefix.size(), 64);
+    if (digest.find_first_not_of("0123456789abcdef") != std::string::npos) {
+        return std::nullopt;
+    }
+    return digest;
+}
+
+void install_record::remember_digest(const struct stat& info, const std::string& digest) const {
+    const auto changed = std::chrono::system_clock::from_time_t(info.st_ctim.tv_sec);
+    if (directory_ < 0 || digest.size() != 64 ||
+        std::chrono::system_clock::now() - changed < std::chrono::seconds(2)) {
+        return;
+    }
+    // Written aside and renamed over the entry: a reader sees the old line or the new one, whole.
+    const std::string staged = std::string(digest_memo) + "." + std::to_string(::getpid());
+    const std::string line = digest_key(info) + " " + digest + "\n";
+    bool written = false;
+    {
+        const posix::unique_fd out(
+            posix::open_retry(staged, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600, directory_));
+        written = out && posix::write_all(out.get(), line);
+    }
+    if (!written || ::renameat(directory_, staged.c_str(), directory_, digest_memo) != 0) {
+        (void)::unlinkat(directory_, staged.c_str(), 0);
+    }
+}
+
 void install_record::tidy() const {
     struct stat info {};
     const auto now = std::chrono::system_clock::now();

@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <sys/stat.h>
 
 namespace maka_eval::relay {
 
@@ -42,6 +43,15 @@ class install_record {
     void add(std::string_view container_id, std::string_view helper) const;
     // The container is gone (destroyed by us): its entries go too.
     void forget(std::string_view container_id) const;
+
+    // The helper's SHA-256 as remembered for the file `info` describes: the same device, inode, size,
+    // modification and change time (a write or a replacement changes one of them; the change time cannot be
+    // set back). Hashing the megabyte was the longest step before a warm trial's exec. nullopt when not
+    // remembered.
+    [[nodiscard]] std::optional<std::string> remembered_digest(const struct stat& info) const;
+    // Remembers it (one entry: the last helper hashed), unless the file changed within the last seconds,
+    // where a write in the same clock tick would not show in its times.
+    void remember_digest(const struct stat& info, const std::string& digest) const;
 
     // Why no record is kept (empty when one is).
     [[nodiscard]] const std::string& unused_because() const { return unused_because_; }

@@ -129,3 +129,35 @@ TEST_CASE("a parent directory of another user's is not used, and the reason is k
 }
 
 } // namespace
+
+TEST_CASE("a helper's digest is remembered for that very file only, and not while it may still be written") {
+    scratch_dir dir;
+    const install_record record((dir.path / "r").string());
+    const std::string digest(64, 'a');
+    const fs::path file = dir.path / "helper";
+    std::ofstream(file) << "helper bytes";
+    struct stat info {};
+    REQUIRE(::stat(file.c_str(), &info) == 0);
+    // Just written: its times could miss a write in the same clock tick, so it is not remembered yet.
+    record.remember_digest(info, digest);
+    CHECK_FALSE(record.remembered_digest(info));
+    // Settled (its change time two seconds back, as stat would say of a file left alone).
+    info.st_ctim.tv_sec -= 3;
+    record.remember_digest(info, digest);
+    CHECK(record.remembered_digest(info) == digest);
+    // Another file, another size, another change: not that digest.
+    for (const auto change :
+         {+[](struct stat& s) { ++s.st_ino; }, +[](struct stat& s) { ++s.st_size; },
+          +[](struct stat& s) { ++s.st_mtim.tv_nsec; }, +[](struct stat& s) { ++s.st_ctim.tv_nsec; }}) {
+        struct stat other = info;
+        change(other);
+        CHECK_FALSE(record.remembered_digest(other));
+    }
+    // Only a digest is taken from the entry: anything else in it is ignored.
+    record.remember_digest(info, std::string(63, 'a') + "Z");
+    CHECK_FALSE(record.remembered_digest(info));
+    // Without a usable record nothing is remembered.
+    const install_record none((dir.path / "missing-parent" / "r").string());
+    none.remember_digest(info, digest);
+    CHECK_FALSE(none.remembered_digest(info));
+}
