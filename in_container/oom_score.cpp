@@ -47,8 +47,13 @@ oom_protection protect_from_oom() {
     // Without CAP_SYS_RESOURCE the kernel lets a process go down to the lowest value a privileged ancestor
     // set (oom_score_adj_min, which /proc does not show): found by bisection, a refused write changing
     // nothing, so ours is always `permitted`.
+    // One step down first: refused (a container without the capability, nothing lowered before it, the
+    // usual case), every lower value is refused too, and one write tells it instead of ten.
+    if (*out.inherited - 1 < oom_score_adj_min || !set_oom_score_adj(*out.inherited - 1)) {
+        return out;
+    }
     int refused = oom_score_adj_min;
-    int permitted = *out.inherited;
+    int permitted = *out.inherited - 1;
     while (permitted - refused > 1) {
         const int middle = refused + (permitted - refused) / 2;
         (set_oom_score_adj(middle) ? permitted : refused) = middle;
