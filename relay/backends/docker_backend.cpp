@@ -348,7 +348,8 @@ class docker_backend final : public backend {
                 if (installs_.knows(container_id_)) {
                     // A trial ran here, so the copy is most likely this build's: the session's exec is
                     // created (not started) while it is compared, the engine on its core and the comparison
-                    // on this one, 64 KiB per turn. open_session() starts it only if the copy is genuine.
+                    // on this one, 64 KiB per turn. open_session() starts it only once this build's helper is
+                    // at its path (found genuine, or put in again through the engine first).
                     auto both = co_await (api_.create_exec(container_, session_spec()) &&
                                           compare_between_turns(comparison));
                     if (auto& id = std::get<0>(both)) {
