@@ -350,10 +350,10 @@ class docker_backend final : public backend {
                     // created (not started) while it is compared, the engine on its core and the comparison
                     // on this one, 64 KiB per turn. open_session() starts it only once this build's helper is
                     // at its path (found genuine, or put in again through the engine first).
-                    auto both = co_await (api_.create_exec(container_, session_spec()) &&
-                                          compare_between_turns(comparison));
+                    exec_spec spec = session_spec();
+                    auto both = co_await (api_.create_exec(container_, spec) && in_turns(comparison));
                     if (auto& id = std::get<0>(both)) {
-                        created_.emplace(session_spec(), std::move(*id));
+                        created_.emplace(std::move(spec), std::move(*id));
                     }
                 } else {
                     while (comparison.step()) {
@@ -382,9 +382,12 @@ class docker_backend final : public backend {
         return exec_spec{std::move(cmd), supervise_as_root_ ? "0" : subject_user_, options_.cwd, true};
     }
 
-    static asio::awaitable<bool> compare_between_turns(host_comparison& comparison) {
+    // Runs `work` (a helper_hashing or a host_comparison) to its end, one step per turn of the event loop, so
+    // that the engine's answers are read in between. true: the parallel group wants a value.
+    template <class Steps>
+    static asio::awaitable<bool> in_turns(Steps& work) {
         const auto executor = co_await asio::this_coro::executor;
-        while (comparison.step()) {
+        while (work.step()) {
             co_await asio::post(executor, use_awaitable);
         }
         co_return true;
@@ -402,10 +405,7 @@ class docker_backend final : public backend {
                                                                           *known);
             }
         }
-        const auto executor = co_await asio::this_coro::executor;
-        while (hashing.step()) {
-            co_await asio::post(executor, use_awaitable);
-        }
+        co_await in_turns(hashing);
         auto digest = hashing.digest();
         if (digest && hashing.file_info()) {
             installs_.remember_digest(*hashing.file_info(), *digest);
