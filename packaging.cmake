@@ -8,6 +8,8 @@ install(PROGRAMS $<TARGET_FILE:maka-eval-helper> DESTINATION lib/maka-eval)
 install(DIRECTORY contracts/schema/ DESTINATION share/maka-eval/schema FILES_MATCHING PATTERN "*.json")
 install(DIRECTORY relay/harbor/maka_eval_relay DESTINATION share/maka-eval/harbor
         FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
+# The drop-in for apache/maka's bundled relay_agent.py (docs/harbor-pier.md).
+install(FILES relay/harbor/relay_agent.py DESTINATION share/maka-eval/harbor)
 install(FILES README.md DESTINATION share/doc/maka-eval-relay)
 install(DIRECTORY docs/ DESTINATION share/doc/maka-eval-relay/docs)
 

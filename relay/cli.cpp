@@ -16,6 +16,7 @@
 #include <csignal>
 #include <cstdint>
 #include <filesystem>
+#include <fcntl.h>
 #include <iostream>
 #include <optional>
 #include <unistd.h>
@@ -114,8 +115,15 @@ int connect_command(std::span<const std::string_view> args) {
         return exit_environment;
     }
     phase_log log(options->common.log, options->common.quiet);
+    std::optional<follow_sink> follow;
+    if (options->follow_fd >= 0) {
+        // Both streams to one descriptor, in the order they come: as a runner that merges stderr into stdout.
+        // Not inherited by anything the relay starts (the local backend's helper): EOF means the relay is gone.
+        ::fcntl(options->follow_fd, F_SETFD, FD_CLOEXEC);
+        follow.emplace(context.get_executor(), log, options->follow_fd, options->follow_fd);
+    }
     // A copy: the backend keeps a reference to options->common. Both copies of the secrets are wiped.
-    trial_config config{*options, nullptr};
+    trial_config config{*options, follow ? &*follow : nullptr};
     const int code = drive(context, config, *env, log).exit_code;
     for (auto* held : {&*options, static_cast<connect_options*>(&config)}) {
         contracts::wipe(held->token);

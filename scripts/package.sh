@@ -32,7 +32,7 @@ mkdir "$stage/maka_eval_relay/bin"
 install -m 0755 "$MAKA_ROOT/build/ci/relay/maka-eval-relay" "$MAKA_ROOT/build/ci/in_container/maka-eval-helper" \
   "$stage/maka_eval_relay/bin/"
 strip "$stage/maka_eval_relay/bin/maka-eval-relay"
-cp "$MAKA_ROOT/relay/harbor/packaging/setup.py" "$MAKA_ROOT/README.md" "$stage/"
+cp "$MAKA_ROOT/relay/harbor/packaging/setup.py" "$MAKA_ROOT/README.md" "$MAKA_ROOT/relay/harbor/relay_agent.py" "$stage/"
 sed "s/@VERSION@/$version/" "$MAKA_ROOT/relay/harbor/packaging/pyproject.toml" >"$stage/pyproject.toml"
 (cd "$stage" && /usr/bin/python3 -m build --wheel --no-isolation --outdir "$dist" >/dev/null)
 ls -l "$dist"
@@ -52,6 +52,7 @@ docker run --rm --init -v "$dist:/dist:ro" "$image" sh -c '
   echo "$out"
   case $out in *"\"stdout\":\"{\\\"ok\\\":1}\""*"\"exit\":0"*) ;; *) echo "unexpected result" >&2; exit 1 ;; esac
   test -f /usr/share/maka-eval/harbor/maka_eval_relay/agent.py
+  test -f /usr/share/maka-eval/harbor/relay_agent.py
   test -f /usr/share/maka-eval/schema/session-run.schema.json'
 echo "deb: installed and ran a trial"
 

@@ -24,6 +24,10 @@ constexpr std::string_view usage = R"(usage:
       the production mode: connect to the orchestrator, run one trial, report it.
       relay token: environment MAKA_EVAL_RELAY_TOKEN, or --token-file FILE (0600); never on the command line
       --instruction TEXT | --instruction-file FILE   the task instruction sent in `ready`
+      --follow-fd N   the subject's stdout and stderr, merged in the order they come, written to inherited fd N
+                      as they are produced (masked as the artifacts are; what a slow reader cannot take is
+                      dropped and counted, never waited for); the Harbor adapter hands it to the trial's log
+                      callbacks. Not on the bridge backend
   maka-eval-relay run [OPTIONS] [-e NAME=VALUE]... [--credential NAME]... [--no-capture] [--json]
                       [--follow|--no-follow] -- CMD [ARG...]
       manual debugging: one trial against an in-process loopback orchestrator (real TCP, same code path)
@@ -415,6 +419,14 @@ boost::system::result<connect_options, relay_error> parse_connect(std::span<cons
             out.instruction = args[++i];
         } else if (name == "--instruction-file" && has_value) {
             instruction_file = std::string(args[++i]);
+        } else if (name == "--follow-fd") {
+            std::uint32_t fd = 0;
+            if (!has_value || !parse_u32(args[++i], fd) || fd < 3 || fd > 65535 ||
+                ::fcntl(static_cast<int>(fd), F_GETFD) == -1) {
+                return relay_error{relay_errc::usage,
+                                   "--follow-fd takes the number of an inherited, open descriptor (3 or more)"};
+            }
+            out.follow_fd = static_cast<int>(fd);
         } else if (name == "--token" || name.starts_with("--token=")) {
             return relay_error{relay_errc::usage, "the relay token is never taken from the command line: set "
                                                   "MAKA_EVAL_RELAY_TOKEN or use --token-file"};

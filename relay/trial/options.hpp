@@ -66,6 +66,7 @@ struct connect_options {
     std::uint16_t port = 0;
     std::string token; // from the environment or --token-file
     std::string instruction;
+    int follow_fd = -1; // --follow-fd: the subject's output, live, on this inherited descriptor
 };
 
 struct run_options {

@@ -23,7 +23,9 @@ the teardown budget, and always re-raises the cancellation.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
+import contextvars
 import inspect
 import json
 import logging
@@ -110,9 +112,8 @@ class RelayAgentCore:
             raise RuntimeError(
                 f"the relay_token agent kwarg must be a non-empty string, not {type(relay_token).__name__}: "
                 "quote it so the runner does not read it as a number (--ak 'relay_token=\"12e34\"')")
-        # Harbor's factory passes extra_env; the task's per-exec overlay (_merge_env) carries it to the
-        # subject. Pier's agents get their variables from agent_process_env() (its BaseAgent drops
-        # extra_env); one given here under Pier is honoured the same way.
+        # Both factories pass AgentConfig.env as extra_env (harbor/agents/factory.py, pier/agents/factory.py:
+        # 122-137); Pier's BaseAgent ignores it (its installed agents keep it), so it is taken here for both.
         extra_env = kwargs.get("extra_env")
         self._extra_env = {str(k): str(v) for k, v in extra_env.items()} if isinstance(extra_env, dict) else {}
         self._host = relay_host
@@ -149,15 +150,22 @@ class RelayAgentCore:
         if self._helper_in_container:
             argv += ["--helper-in-container", self._helper_in_container]
         direct = None
-        if self._docker_fast_path and self.framework == "harbor":
+        if self._docker_fast_path:
             direct, why = await asyncio.to_thread(docker_target, environment, binary)
             if direct:
                 log.info("maka-eval-relay: Docker fast path: %s", why)
             else:
                 log.info("maka-eval-relay: through the environment object (the bridge): %s", why)
         ours = theirs = None
+        emit = None
+        follow_read = follow_write = None
         if direct:
             argv += direct
+            emit = output_callback(environment)
+            if emit is not None:
+                # The trial subscribed to its output (Harbor's add_log_callback): the subject's, live.
+                follow_read, follow_write = os.pipe()
+                argv += ["--follow-fd", str(follow_write)]
         else:
             ours, theirs = socket.socketpair()
             argv += ["--env", "bridge", "--bridge-fd", str(theirs.fileno())]
@@ -178,7 +186,8 @@ class RelayAgentCore:
             # execute's credentials. Only the names go on the command line.
             for name in sorted(secret_names(task_env)):
                 argv += ["--mask", name]
-        inherited = tuple(fd for fd in (theirs.fileno() if theirs else None, env_read) if fd is not None)
+        inherited = tuple(fd for fd in (theirs.fileno() if theirs else None, env_read, follow_write)
+                          if fd is not None)
         handle, instruction_path = tempfile.mkstemp(prefix="maka-eval-instruction-")  # 0600
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             out.write(instruction)
@@ -203,20 +212,23 @@ class RelayAgentCore:
             for end in (ours, theirs):
                 if end is not None:
                     end.close()
-            if env_write is not None:
-                os.close(env_write)
+            for fd in (env_write, follow_read):
+                if fd is not None:
+                    os.close(fd)
             raise
         finally:
             if theirs is not None:
                 theirs.close()
-            if env_read is not None:
-                os.close(env_read)
+            for fd in (env_read, follow_write):
+                if fd is not None:
+                    os.close(fd)
         if env_write is not None:
             payload = json.dumps(task_env).encode()
             await asyncio.to_thread(_write_and_close, env_write, payload)
         bridge = _Bridge(ours, environment, self.framework, log) if ours else None
         serving = asyncio.create_task(bridge.serve()) if bridge else None
         following = asyncio.create_task(self._follow(process.stderr, forget_instruction, log))
+        streaming = asyncio.create_task(stream_output(follow_read, emit, log)) if follow_read is not None else None
         try:
             try:
                 code = await process.wait()
@@ -229,7 +241,7 @@ class RelayAgentCore:
             # The relay has exited: the bridge is at EOF (what the relay left in flight is settled there) and
             # its log is complete. A cancellation arriving meanwhile waits for this cleanup, then goes on.
             cancelled = False
-            for task, budget in ((serving, ABANDON_SEC + 30), (following, 5.0)):
+            for task, budget in ((serving, ABANDON_SEC + 30), (following, 5.0), (streaming, 5.0)):
                 if task is None:
                     continue
                 try:
@@ -313,6 +325,68 @@ class RelayAgentCore:
         return errors, phases
 
 
+# Harbor reads an exec's output line by line with asyncio's default 64 KiB stream limit
+# (harbor/environments/docker/docker.py:716, `async for raw_line in stdout_stream`); a longer line is handed
+# on in pieces of this size rather than failing the exec as it would there.
+CALLBACK_LINE_LIMIT = 64 * 1024
+
+
+def output_callback(environment: Any) -> Callable[[str, str], Any] | None:
+    """The trial's subscribed output callbacks as one (Harbor 0.20/0.22 ``BaseEnvironment._output_callback``,
+    ``harbor/environments/base.py:486``: set by ``Trial._log_context`` through ``scoped_output_callback``
+    while the agent runs), or None when nothing is subscribed or the runner has no such thing (Pier)."""
+    getter = getattr(environment, "_output_callback", None)
+    if not callable(getter):
+        return None
+    with contextlib.suppress(Exception):
+        emit = getter()
+        return emit if callable(emit) else None
+    return None
+
+
+async def stream_output(fd: int, emit: Callable[[str, str], Any], log: Any) -> None:
+    """The subject's merged output from the relay (``--follow-fd``), line by line into ``emit`` as Harbor's
+    docker environment streams an exec (``_collect_streamed_output``: each line with its newline, stream
+    ``"stdout"``, stderr merged into it, bytes decoded with ``errors="replace"``). A line longer than
+    CALLBACK_LINE_LIMIT goes in pieces; a callback that raises is logged once and not called again (the
+    subject's run never depends on it)."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=CALLBACK_LINE_LIMIT * 2)
+    pipe = os.fdopen(fd, "rb", buffering=0)
+    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    broken = False
+
+    async def give(raw: bytes, final: bool = False) -> None:
+        nonlocal broken
+        text = decoder.decode(raw, final=final)
+        if not text or broken:
+            return
+        try:
+            await emit(text, "stdout")
+        except Exception:  # the runner's callback failed: its trial goes on, without the live output
+            log.exception("maka-eval-relay: a log callback failed; no more live output is handed to it")
+            broken = True
+
+    try:
+        pending = b""
+        while True:
+            chunk = await reader.read(CALLBACK_LINE_LIMIT)
+            if not chunk:
+                break
+            pending += chunk
+            while True:
+                end = pending.find(b"\n")
+                if end < 0 and len(pending) < CALLBACK_LINE_LIMIT:
+                    break
+                cut = end + 1 if 0 <= end < CALLBACK_LINE_LIMIT else CALLBACK_LINE_LIMIT
+                await give(pending[:cut])
+                pending = pending[cut:]
+        await give(pending, final=True)
+    finally:
+        transport.close()
+
+
 def _publish(directory: Path, name: str, data: bytes) -> None:
     """``data`` as ``directory/name``, a fresh file renamed into place: whatever a subject planted under that
     name (a symlink to a host file, a FIFO) is replaced, never followed or opened."""
@@ -372,22 +446,27 @@ def secret_names(variables: dict[str, str]) -> list[str]:
 
 
 def task_environment(environment: Any, overlay: dict[str, str] | None = None) -> dict[str, str]:
-    """What the runner gives an agent's processes: the task's environment merged as the runner merges it into
-    every exec (``_merge_env`` with ``overlay``, Harbor's ``extra_env``, on top; older runners keep
-    ``_persistent_env`` only), then what ``agent_process_env()`` adds (Pier: under its filtered egress, the
-    proxy settings, which reach agents no other way). Empty when there is none."""
-    merge = getattr(environment, "_merge_env", None)
-    if callable(merge):
-        merged = merge(dict(overlay) if overlay else None)
-    else:
-        merged = {**(getattr(environment, "_persistent_env", None) or {}), **(overlay or {})}
-    out = {str(k): str(v) for k, v in merged.items() if v is not None} if isinstance(merged, dict) else {}
+    """What the runner gives an agent's processes, merged as the runner merges it. ``overlay`` is the agent's
+    own variables (Harbor's and Pier's ``extra_env``, from ``AgentConfig.env``).
+
+    Pier 0.3 (``pier/agents/installed/base.py:336``) runs an agent's command with
+    ``env=environment.agent_process_env(merged_env)``, and its ``exec`` then applies ``_merge_env`` to that
+    (``pier/environments/docker/docker.py:743``): the task's persistent environment, under the proxy
+    variables of its filtered egress (``docker.py:410``: the proxy's, with ``env`` on top), under the agent's
+    own. Harbor 0.20/0.22 have no ``agent_process_env``; their ``_merge_env`` (``harbor/environments/base.py:
+    416``) is the task's persistent environment, the exec's ``env`` on top, then the trial's scoped overlays
+    (``scoped_exec_env``: ``AgentConfig.env`` while the agent runs). Older runners keep ``_persistent_env``
+    only. Empty when there is none."""
+    env: dict[str, str] | None = dict(overlay) if overlay else None
     agent_env = getattr(environment, "agent_process_env", None)
     if callable(agent_env):
-        extra = agent_env()
-        if isinstance(extra, dict):
-            out.update({str(k): str(v) for k, v in extra.items() if v is not None})
-    return out
+        env = agent_env(env)
+    merge = getattr(environment, "_merge_env", None)
+    if callable(merge):
+        merged = merge(env)
+    else:
+        merged = {**(getattr(environment, "_persistent_env", None) or {}), **(env or {})}
+    return {str(k): str(v) for k, v in merged.items() if v is not None} if isinstance(merged, dict) else {}
 
 
 LOCATE_TIMEOUT_SEC = 45  # the relay's own engine timeout (30 s) and its start, with room
@@ -410,10 +489,14 @@ def compose_container(binary: str, project: str, service: str) -> str:
 
 
 def docker_target(environment: Any, binary: str) -> tuple[list[str] | None, str]:
-    """The fast path for Harbor's DockerEnvironment, found by Harbor's own attributes: the relay arguments
+    """The fast path for Harbor's and Pier's DockerEnvironment (both a compose project named from
+    ``session_id`` with the task's container as service ``main``: ``harbor/environments/docker/docker.py:86``,
+    ``pier/environments/docker/docker.py:58``), found by the runner's own attributes: the relay arguments
     naming its container and the subject's user, or None and why the bridge serves it instead."""
     if type(environment).__name__ != "DockerEnvironment":
-        return None, f"{type(environment).__name__} is not Harbor's DockerEnvironment"
+        return None, f"{type(environment).__name__} is not the runner's DockerEnvironment"
+    if getattr(environment, "_is_windows_container", False):
+        return None, "the task's container is a Windows container"
     kind = environment.type() if callable(getattr(environment, "type", None)) else None
     if str(getattr(kind, "value", kind)).lower() != "docker":
         return None, f"the environment's type() is {kind!r}, not docker"
@@ -475,6 +558,13 @@ class _Bridge:
         self._warned_user = False
 
     async def serve(self) -> None:
+        # What this task and its exec tasks run is the helper's session, whose output is the relay's protocol,
+        # not the subject's: the trial's log callbacks (Harbor's per-task ContextVar,
+        # harbor/environments/base.py:203) must not receive it, and a protocol line over their 64 KiB limit
+        # would fail the exec. Cleared in this task's own context only; the runner's stays as it was.
+        callbacks = getattr(self._env, "_output_callbacks", None)
+        if isinstance(callbacks, contextvars.ContextVar):
+            callbacks.set(())
         reader, self._writer = await asyncio.open_unix_connection(sock=self._sock, limit=REQUEST_LINE_LIMIT)
         try:
             while True:

@@ -207,8 +207,8 @@ class DockerEnvironment:
 
 class PierDockerEnvironment:
     """Pier-shaped (pier.environments.docker): Harbor's exec, ``user=`` included; no ``service_exec``;
-    ``agent_process_env()`` with what Pier gives agent processes (``agent_env``: under filtered egress, its
-    proxy settings)."""
+    ``agent_process_env(env)`` as Pier's (``agent_env``: the proxy settings of its filtered egress). The real
+    Pier 0.3 runs in tests/relay/harbor/test_runners.py; this one serves the fault tests."""
 
     def __init__(self, session_id: str, default_user: str | int | None = None,
                  persistent_env: dict[str, str] | None = None, workdir: str | None = None,
@@ -226,8 +226,15 @@ class PierDockerEnvironment:
     def _merge_env(self, env: dict[str, str] | None) -> dict[str, str] | None:
         return self.__inner._merge_env(env)
 
-    def agent_process_env(self) -> dict[str, str]:
-        return dict(self.__agent_env)
+    # pier/environments/base.py:288 (the signature) and pier/environments/docker/docker.py:410 (the
+    # behaviour): the filtered egress's proxy variables with ``env`` on top, or ``env`` itself without them.
+    def agent_process_env(self, env: dict[str, str] | None) -> dict[str, str] | None:
+        if not self.__agent_env:
+            return env
+        merged = dict(self.__agent_env)
+        if env:
+            merged.update(env)
+        return merged or None
 
     async def exec(self, command: str, cwd: str | None = None, env: dict[str, str] | None = None,
                    timeout_sec: int | None = None, user: str | int | None = None) -> ExecResult:

@@ -181,7 +181,54 @@ class UnitTest(unittest.TestCase):
         self.assertEqual(core.task_environment(Older()), {"C": "3"})
         self.assertEqual(core.task_environment(object()), {})
 
-    def test_only_harbors_docker_environment_takes_the_fast_path(self):
+    def test_the_task_environment_under_pier_is_pier_s_agent_order(self):
+        # pier/agents/installed/base.py:336: exec(env=agent_process_env(extra_env)), then _merge_env: the task's
+        # persistent variables, under the proxy's, under the agent's own.
+        env = PierDockerEnvironment("s", persistent_env={"NO_PROXY": "task", "T": "t"},
+                                    agent_env={"NO_PROXY": "proxy", "HTTPS_PROXY": "proxy-url"})
+        self.assertEqual(core.task_environment(env, {"HTTPS_PROXY": "agent"}),
+                         {"NO_PROXY": "proxy", "T": "t", "HTTPS_PROXY": "agent"})
+        self.assertEqual(core.task_environment(PierDockerEnvironment("s")), {})
+
+    def test_live_output_goes_to_the_callback_as_harbor_streams_an_exec(self):
+        long_line = "x" * (150 * 1024) + "\n"
+        data = ("one\n" + long_line + "é" * 40000 + "\ntail").encode()
+        got: list[tuple[str, str]] = []
+
+        async def emit(text: str, stream: str) -> None:
+            got.append((text, stream))
+
+        async def scenario() -> None:
+            read, write = os.pipe()
+            writer = asyncio.get_running_loop().run_in_executor(None, lambda: (os.write(write, data),
+                                                                               os.close(write)))
+            await core.stream_output(read, emit, logging.getLogger("test"))
+            await writer
+
+        asyncio.run(scenario())
+        self.assertEqual("".join(text for text, _ in got), data.decode())
+        self.assertEqual({stream for _, stream in got}, {"stdout"})
+        self.assertEqual(got[0][0], "one\n")
+        self.assertTrue(all(len(text.encode()) <= core.CALLBACK_LINE_LIMIT for text, _ in got))
+
+    def test_a_failing_callback_is_dropped_and_the_output_still_read(self):
+        calls = []
+
+        async def emit(text: str, stream: str) -> None:
+            calls.append(text)
+            raise RuntimeError("subscriber failed")
+
+        async def scenario() -> None:
+            read, write = os.pipe()
+            os.write(write, b"a\nb\nc\n")
+            os.close(write)
+            await core.stream_output(read, emit, logging.getLogger("test"))
+
+        with self.assertLogs("test", level="ERROR"):
+            asyncio.run(scenario())
+        self.assertEqual(calls, ["a\n"])
+
+    def test_an_environment_not_named_dockerenvironment_takes_the_bridge(self):
         self.assertEqual(core.docker_target(PierDockerEnvironment("s"), "/nonexistent-relay")[0], None)
 
         class DockerEnvironment:  # the right name, but not Harbor's shape
