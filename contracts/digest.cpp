@@ -45,7 +45,14 @@ void sha256::update(std::string_view bytes) {
 }
 
 std::string sha256::hex() const {
+    return hex_after({});
+}
+
+std::string sha256::hex_after(std::string_view more) const {
     SHA256_CTX copy = *as_context(context_.get()); // the running state is left untouched
+    if (!more.empty()) {
+        SHA256_Update(&copy, more.data(), more.size());
+    }
     std::array<unsigned char, SHA256_DIGEST_LENGTH> digest{};
     SHA256_Final(digest.data(), &copy);
     return to_hex(digest.data(), digest.size());

@@ -13,6 +13,8 @@ class sha256 {
     void update(std::string_view bytes);
     // Lowercase hex of the digest of everything fed so far; the running state is left untouched.
     [[nodiscard]] std::string hex() const;
+    // The digest of everything fed so far followed by `more`; the running state is left untouched.
+    [[nodiscard]] std::string hex_after(std::string_view more) const;
 
   private:
     struct context_deleter {

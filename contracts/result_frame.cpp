@@ -140,7 +140,8 @@ void carrier::finish() {
     kept_.append(scratch_, 0, std::min(room, scratch_.size()));
 }
 
-projection project(const carrier& finished, std::string_view result_token, bool capture_stdout) {
+projection project(const carrier& finished, std::string_view result_token, bool capture_stdout,
+                   const carrier* merged_stderr) {
     // The scope error counts only when it is the entire carrier, so a subject cannot counterfeit it by
     // printing the line among other output (C5); it wins whatever the stdout policy.
     if (!finished.oversize() && finished.text() == scope_error_line(result_token)) {
@@ -174,6 +175,12 @@ projection project(const carrier& finished, std::string_view result_token, bool 
     // The original removes the first occurrence of the frame's text, which may sit inside an earlier line.
     std::string noise(text);
     noise.erase(noise.find(frame), frame.size());
+    if (merged_stderr != nullptr && merged_stderr->size() > 0) {
+        // Streamed stderr first (it may be any size), then stdout's noise, which is held (the carrier fits).
+        return {std::move(payload),
+                diagnostic::evidence(category::unstructured_output, merged_stderr->size() + noise.size(),
+                                     merged_stderr->sha256_hex_after(noise))};
+    }
     if (noise.empty()) {
         return {std::move(payload), diagnostic::none()};
     }

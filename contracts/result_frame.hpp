@@ -44,6 +44,8 @@ class carrier {
     // Repaired bytes seen in all (what the original's `len(carrier.encode())` would be).
     [[nodiscard]] std::uint64_t size() const noexcept { return size_; }
     [[nodiscard]] std::string sha256_hex() const { return digest_.hex(); }
+    // The digest of the repaired text followed by `more`.
+    [[nodiscard]] std::string sha256_hex_after(std::string_view more) const { return digest_.hex_after(more); }
     // The whole repaired text, when it fits within the carrier limit; otherwise its first bytes.
     [[nodiscard]] const std::string& text() const noexcept { return kept_; }
     [[nodiscard]] bool oversize() const noexcept { return size_ > carrier_limit; }
@@ -63,8 +65,12 @@ struct projection {
     contracts::diagnostic diagnostic;
 };
 
-// `finished` must have had finish() called.
-[[nodiscard]] projection project(const carrier& finished, std::string_view result_token, bool capture_stdout);
+// `finished` must have had finish() called. `merged_stderr` (finished too), when given, is what the subject
+// wrote to stderr: the frame is still read from stdout alone, but where the original's carrier (Harbor
+// merges an exec's stderr into its stdout) would have had noise beside a valid frame, so does this
+// diagnostic: `unstructured-output` over stderr followed by stdout's noise (docs/protocol.md).
+[[nodiscard]] projection project(const carrier& finished, std::string_view result_token, bool capture_stdout,
+                                 const carrier* merged_stderr = nullptr);
 // The same over raw bytes held in memory.
 [[nodiscard]] projection project(std::string_view raw, std::string_view result_token, bool capture_stdout);
 

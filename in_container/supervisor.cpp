@@ -103,6 +103,7 @@ class supervision {
     const supervisor_io& io_;
     trial_artifacts artifacts_;
     contracts::carrier carrier_;
+    contracts::carrier stderr_carrier_; // its size and digest: the diagnostic counts stderr as noise
     spawn_outcome spawned_;
     subject_tree tree_;
     usage_meter usage_;
@@ -463,9 +464,8 @@ void supervision::on_stream(captured_stream& stream, bool is_stdout) {
         kept = stream.finish(shown);
     } else {
         const std::string_view chunk(buffer, static_cast<std::size_t>(got));
-        if (is_stdout) {
-            carrier_.feed(chunk); // the frame is decoded from what the subject wrote, unmasked
-        }
+        // The frame is decoded from what the subject wrote to stdout, unmasked; stderr counts as noise.
+        (is_stdout ? carrier_ : stderr_carrier_).feed(chunk);
         kept = stream.take(chunk, shown);
     }
     if (!kept) {
@@ -555,7 +555,10 @@ report_message supervision::report() {
         death_signal_ = 0;
     }
     carrier_.finish();
-    auto projection = contracts::project(carrier_, request_.result_token, request_.capture_stdout);
+    stderr_carrier_.finish();
+    auto projection = contracts::project(carrier_, request_.result_token, request_.capture_stdout,
+                                         spawned_.status == spawn_status::scope_unavailable ? nullptr
+                                                                                            : &stderr_carrier_);
     report_message m;
     m.settled = settling_;
     m.exit_code = exit_code_;

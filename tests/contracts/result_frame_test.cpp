@@ -42,6 +42,45 @@ TEST_CASE("a lone valid frame projects to its payload with no diagnostic") {
     CHECK(project(frame(""), token, true).diagnostic == diagnostic::none());
 }
 
+carrier finished(std::string_view raw) {
+    carrier out;
+    out.feed(raw);
+    out.finish();
+    return out;
+}
+
+TEST_CASE("stderr is noise beside the frame as in the original merged carrier while the frame is read from stdout") {
+    const std::string valid = frame("{\"ok\":1}");
+    const auto quiet = finished("");
+    const auto chatty = finished("warning: \xff\n");  // repaired as the original decodes it
+    const std::string repaired = "warning: \xef\xbf\xbd\n";
+    SUBCASE("a lone frame with a silent stderr: none, as before") {
+        const auto p = project(finished(valid), token, true, &quiet);
+        CHECK(p.stdout_text == "{\"ok\":1}");
+        CHECK(p.diagnostic.kind == category::none);
+    }
+    SUBCASE("a lone frame and stderr output: unstructured-output over stderr then stdout's noise") {
+        const auto p = project(finished("before\n" + valid), token, true, &chatty);
+        CHECK(p.stdout_text == "{\"ok\":1}");
+        CHECK(p.diagnostic.kind == category::unstructured_output);
+        CHECK(p.diagnostic.bytes == repaired.size() + 7);
+        CHECK(p.diagnostic.sha256 == sha256_hex(repaired + "before\n"));
+        const auto only = project(finished(valid), token, true, &chatty);
+        CHECK(only.diagnostic.kind == category::unstructured_output);
+        CHECK(only.diagnostic.sha256 == sha256_hex(repaired));
+    }
+    SUBCASE("a frame on stderr is not the result, and the frame's problems are stdout's") {
+        const auto on_stderr = finished(valid);
+        const auto p = project(finished("no frame\n"), token, true, &on_stderr);
+        CHECK(p.stdout_text.empty());
+        CHECK(p.diagnostic.kind == category::result_frame_missing);
+        CHECK(p.diagnostic.bytes == 9);
+    }
+    SUBCASE("nothing is counted when stdout is not captured") {
+        CHECK(project(finished(valid), token, false, &chatty).diagnostic.kind == category::none);
+    }
+}
+
 TEST_CASE("C1: merged noise cannot corrupt or escape the result frame") {
     const std::string payload = R"({"kind":"settled","status":"completed"})";
     const std::string ftoken = "frame-token";

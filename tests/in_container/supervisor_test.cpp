@@ -68,7 +68,9 @@ TEST_CASE("a normal exit passes the frame through, keeps stdout and stderr apart
     CHECK(report.exit_code == 3);
     CHECK(report.signal.empty());
     CHECK(report.stdout_text == "{\"ok\":true}");
-    CHECK(report.diagnostic == contracts::diagnostic::over(category::unstructured_output, "noise\n"));
+    // The frame is stdout's; the diagnostic's noise is stderr, then stdout's noise (as the original's
+    // merged carrier would count it).
+    CHECK(report.diagnostic == contracts::diagnostic::over(category::unstructured_output, "oops\nnoise\n"));
     const std::string out = read_text(dir.artifact(true));
     CHECK(out.starts_with("noise\nMAKA-EVAL-RESULT-V1 "));
     CHECK(read_text(dir.artifact(false)) == "oops\n");

@@ -2,7 +2,7 @@
 callbacks subscribed: run with the kit's Python (``$KIT_PYTHON``) after ``setup.sh``.
 
     runner_trial.py --kit DIR --log-entries FILE [--release-on TEXT --release-file PATH]
-                    [--cancel-file PATH] -- TRIAL.PY-ARGS...
+                    [--cancel-when PATH] -- TRIAL.PY-ARGS...
 
 Every ``LogEntry`` the runner hands to a subscribed callback (Harbor 0.20/0.22 ``Trial.add_log_callback``,
 ``harbor/trial/trial.py:300`` / ``:355``) goes to FILE as one JSON line, with the time it arrived. When an
@@ -10,8 +10,10 @@ entry's text contains TEXT, PATH is created: a test's subject waits for that fil
 ``/logs/agent`` bind mount) to show that its output reached the callback while it was still running.
 
 With ``--trial-timeout-sec 987654`` the kit's whole-trial timeout (trial.py cancels ``trial.run()`` as a job's
-Ctrl-C does, then waits for the runner to tear down) fires when PATH (``--cancel-file``) appears instead of
-after a fixed time: the subject creates it once it runs, so the cancellation always meets a running subject.
+Ctrl-C does, then waits for the runner to tear down) fires when PATH (``--cancel-when``) exists in the trial's
+main container instead of after a fixed time: the subject creates it once it runs, so the cancellation
+always meets a running subject. (Pier's ``/logs/agent`` is not writable by a non-root agent user, so the
+marker is looked for in the container, by ``docker exec``, not through a bind mount.)
 
 The only other thing added to the kit's run is the subscription: ``Trial.create`` is wrapped so the real trial it
 returns gets ``add_log_callback`` (the runner's public API) before ``run()``. Pier 0.3 has no log callbacks:
@@ -23,6 +25,7 @@ import argparse
 import asyncio
 import importlib
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -39,7 +42,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--release-on")
     parser.add_argument("--release-file")
     parser.add_argument("--kit", required=True)
-    parser.add_argument("--cancel-file")
+    parser.add_argument("--cancel-when")
     ours = parser.parse_args(argv[:split])
     rest = argv[split + 1:]
     runner = rest[rest.index("--runner") + 1]
@@ -68,8 +71,9 @@ def main(argv: list[str]) -> int:
             return trial
 
         trial_type.create = create
-    if ours.cancel_file:
-        kit.asyncio = _CancelOnFile(Path(ours.cancel_file))
+    if ours.cancel_when:
+        name = rest[rest.index("--trial-name") + 1]
+        kit.asyncio = _CancelOnFile(lambda: marker_in_container(kit, name, ours.cancel_when))
     return kit.main(rest)
 
 
@@ -77,12 +81,23 @@ CANCEL_ON_FILE = 987654.0  # the --trial-timeout-sec value that means "when the 
 CANCEL_WAIT_LIMIT = 900.0  # never wait for it longer than this
 
 
+def marker_in_container(kit, trial_name: str, path: str) -> bool:
+    """Whether ``path`` exists in a running container of the trial's compose projects (the kit's lookup)."""
+    for container in kit.trial_containers(trial_name):
+        if container["status"].startswith("Up"):
+            done = subprocess.run(["docker", "exec", container["id"], "test", "-e", path],
+                                  capture_output=True, timeout=60, check=False)
+            if done.returncode == 0:
+                return True
+    return False
+
+
 class _CancelOnFile:
     """``asyncio`` as the kit's trial.py sees it, with one change: its ``wait_for`` of the whole trial under the
-    timeout CANCEL_ON_FILE ends (``TimeoutError``, as the timeout would) when the file exists."""
+    timeout CANCEL_ON_FILE ends (``TimeoutError``, as the timeout would) once ``ready()`` says so."""
 
-    def __init__(self, path: Path):
-        self._path = path
+    def __init__(self, ready):
+        self._ready = ready
 
     def __getattr__(self, name: str):
         return getattr(asyncio, name)
@@ -92,12 +107,12 @@ class _CancelOnFile:
             return await asyncio.wait_for(awaitable, timeout)
         future = asyncio.ensure_future(awaitable)
         deadline = time.monotonic() + CANCEL_WAIT_LIMIT
-        while not self._path.exists():
+        while not await asyncio.to_thread(self._ready):
             if future.done():
                 return future.result()
             if time.monotonic() > deadline:
                 break
-            await asyncio.wait({future}, timeout=0.1)  # wakes at once when the trial ends first
+            await asyncio.wait({future}, timeout=0.2)  # wakes at once when the trial ends first
         future.cancel()
         raise asyncio.TimeoutError
 
