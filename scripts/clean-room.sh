@@ -27,8 +27,12 @@ status=0
 bounding=$(awk '/^CapBnd/ {print $2}' /proc/self/status)
 drop=()
 ((0x$bounding & (1 << 24))) || drop=(--cap-drop SYS_RESOURCE)
+# ../shared (the original's reference code, the runners kit) beside the tree as on the host, read-only:
+# the tests that use it then run or skip for their own reasons (a bare Debian 12 has no pydantic 2).
+shared=()
+[ -d "$MAKA_ROOT/../shared" ] && shared=(-v "$(cd "$MAKA_ROOT/../shared" && pwd):/shared:ro")
 docker run --rm --init --cap-add ALL "${drop[@]}" --security-opt seccomp=unconfined \
-  --security-opt apparmor=unconfined --security-opt systempaths=unconfined \
+  --security-opt apparmor=unconfined --security-opt systempaths=unconfined "${shared[@]}" \
   -v /sys/fs/cgroup:/sys/fs/cgroup:rw --tmpfs /var/lib/docker:exec -v "$tree:/src" -w /src "$image" "$@" ||
   status=$?
 rm -rf "$tree"
