@@ -45,7 +45,9 @@ class carrier {
     [[nodiscard]] std::uint64_t size() const noexcept { return size_; }
     [[nodiscard]] std::string sha256_hex() const { return digest_.hex(); }
     // The digest of the repaired text followed by `more`.
-    [[nodiscard]] std::string sha256_hex_after(std::string_view more) const { return digest_.hex_after(more); }
+    [[nodiscard]] std::string sha256_hex_after(std::string_view more) const {
+        return digest_.hex_after(more);
+    }
     // The whole repaired text, when it fits within the carrier limit; otherwise its first bytes.
     [[nodiscard]] const std::string& text() const noexcept { return kept_; }
     [[nodiscard]] bool oversize() const noexcept { return size_ > carrier_limit; }

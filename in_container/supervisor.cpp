@@ -556,9 +556,11 @@ report_message supervision::report() {
     }
     carrier_.finish();
     stderr_carrier_.finish();
-    auto projection = contracts::project(carrier_, request_.result_token, request_.capture_stdout,
-                                         spawned_.status == spawn_status::scope_unavailable ? nullptr
-                                                                                            : &stderr_carrier_);
+    // The scope error's carrier is the wrapper's one line: nothing the subject wrote is part of it.
+    const auto* merged_stderr =
+        spawned_.status == spawn_status::scope_unavailable ? nullptr : &stderr_carrier_;
+    auto projection =
+        contracts::project(carrier_, request_.result_token, request_.capture_stdout, merged_stderr);
     report_message m;
     m.settled = settling_;
     m.exit_code = exit_code_;

@@ -15,8 +15,8 @@
 #include <chrono>
 #include <csignal>
 #include <cstdint>
-#include <filesystem>
 #include <fcntl.h>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <unistd.h>
@@ -118,7 +118,7 @@ int connect_command(std::span<const std::string_view> args) {
     std::optional<follow_sink> follow;
     if (options->follow_fd >= 0) {
         // Both streams to one descriptor, in the order they come: as a runner that merges stderr into stdout.
-        // Not inherited by anything the relay starts (the local backend's helper): EOF means the relay is gone.
+        // Not inherited by what the relay starts (the local backend's helper): EOF means the relay is gone.
         ::fcntl(options->follow_fd, F_SETFD, FD_CLOEXEC);
         follow.emplace(context.get_executor(), log, options->follow_fd, options->follow_fd);
     }

@@ -423,8 +423,9 @@ boost::system::result<connect_options, relay_error> parse_connect(std::span<cons
             std::uint32_t fd = 0;
             if (!has_value || !parse_u32(args[++i], fd) || fd < 3 || fd > 65535 ||
                 ::fcntl(static_cast<int>(fd), F_GETFD) == -1) {
-                return relay_error{relay_errc::usage,
-                                   "--follow-fd takes the number of an inherited, open descriptor (3 or more)"};
+                return relay_error{
+                    relay_errc::usage,
+                    "--follow-fd takes the number of an inherited, open descriptor (3 or more)"};
             }
             out.follow_fd = static_cast<int>(fd);
         } else if (name == "--token" || name.starts_with("--token=")) {

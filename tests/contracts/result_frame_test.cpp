@@ -49,10 +49,11 @@ carrier finished(std::string_view raw) {
     return out;
 }
 
-TEST_CASE("stderr is noise beside the frame as in the original merged carrier while the frame is read from stdout") {
+TEST_CASE("stderr is noise beside the frame as in the original merged carrier while the frame is read from "
+          "stdout") {
     const std::string valid = frame("{\"ok\":1}");
     const auto quiet = finished("");
-    const auto chatty = finished("warning: \xff\n");  // repaired as the original decodes it
+    const auto chatty = finished("warning: \xff\n"); // repaired as the original decodes it
     const std::string repaired = "warning: \xef\xbf\xbd\n";
     SUBCASE("a lone frame with a silent stderr: none, as before") {
         const auto p = project(finished(valid), token, true, &quiet);
