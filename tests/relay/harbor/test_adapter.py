@@ -629,9 +629,12 @@ class Scenarios:
         executed = transcript["executed"]
         self.assertEqual((executed["termination"], executed["exitCode"]), ("exited", 0))
         self.assertEqual(executed["stdout"], '{"status":"completed"}')
-        # The noise lines count as unstructured output; stderr does not (the helper keeps it apart).
+        # The noise counts as unstructured output: stderr, then stdout's lines other than the frame (as the
+        # original's carrier, into which Harbor merges stderr, counted them); the frame is stdout's.
+        noise = "to-stderr\n" + "noise\ncredential-ok\n"
         self.assertEqual(executed["diagnostic"]["category"], "unstructured-output")
-        self.assertEqual(executed["diagnostic"]["bytes"], len("noise\ncredential-ok\n"))
+        self.assertEqual(executed["diagnostic"]["bytes"], len(noise))
+        self.assertEqual(executed["diagnostic"]["sha256"], hashlib.sha256(noise.encode()).hexdigest())
         self.assertTrue(transcript["verifySent"])
         self.assertEqual(t.sh("cat /logs/artifacts/maka-subject.stdout.txt").stdout.split("\n")[:2],
                          ["noise", "credential-ok"])
@@ -828,7 +831,11 @@ class Scenarios:
         self.assertIsNone(t.run())
         executed = t.orchestrator.transcript()["executed"]
         self.assertEqual(executed["stdout"], payload)
-        self.assertEqual(executed["diagnostic"], {"category": "none"})
+        # The long stderr line cannot break the frame (stdout's alone); it is noise, as the original's merged
+        # carrier counted it: stderr's 61,441 bytes, then stdout's noise (none).
+        stderr_text = "e" * 61440 + "\n"
+        self.assertEqual(executed["diagnostic"], {"category": "unstructured-output", "bytes": len(stderr_text),
+                                                  "sha256": hashlib.sha256(stderr_text.encode()).hexdigest()})
 
     def test_the_runners_wait_for_around_a_term_ignoring_subject_ends_within_the_budget(self):
         # Harbor's agent timeout is asyncio.wait_for around run(): the subject ignores TERM, so settling
