@@ -297,7 +297,14 @@ TEST_CASE("the result-frame matrix through a container equals the projection, ex
                                            std::to_string(e.exit_code)),
                 c.relay_args());
         const auto o = t.finish();
-        const auto expected = contracts::project(e.carrier, token, e.capture);
+        // The frame is stdout's; the stderr line is noise beside a valid one (the original's merged carrier).
+        contracts::carrier out;
+        contracts::carrier err;
+        out.feed(e.carrier);
+        out.finish();
+        err.feed("on-stderr\n");
+        err.finish();
+        const auto expected = contracts::project(out, token, e.capture, &err);
         const auto& executed = executed_of(o);
         CHECK(executed.at("exitCode").as_int64() == e.exit_code);
         CHECK(executed.at("stdout").as_string() == expected.stdout_text);
