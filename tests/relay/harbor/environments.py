@@ -145,10 +145,13 @@ class DockerEnvironment:
         self.__container: str | None = None
         self.calls: list[str] = []
 
+    # harbor/environments/docker/docker.py:262 (0.20)
     @staticmethod
     def type() -> EnvironmentType:
         return EnvironmentType.DOCKER
 
+    # harbor/environments/base.py:416 (0.20, 0.22), without the trial's scoped overlays (scoped_exec_env),
+    # which only a real Trial sets: the real runners' tests (test_runners.py) cover them.
     def _merge_env(self, env: dict[str, str] | None) -> dict[str, str] | None:
         merged = {**self._persistent_env, **(env or {})}
         return merged or None
@@ -164,6 +167,8 @@ class DockerEnvironment:
             self.__container = found[0]
         return self.__container
 
+    # harbor/environments/docker/docker.py:1088 (0.20; 0.22: :1093): compose exec of `bash -c CMD` in the task's
+    # workdir, the merged env, the resolved user; stderr merged into stdout (:638).
     async def exec(self, command: str, cwd: str | None = None, env: dict[str, str] | None = None,
                    timeout_sec: int | None = None, user: str | int | None = None) -> ExecResult:
         self.calls.append("exec")
@@ -178,6 +183,7 @@ class DockerEnvironment:
             args += ["-u", str(user)]
         return await _docker(*args, self._service_main(), "bash", "-c", command, timeout_sec=timeout_sec)
 
+    # harbor/environments/docker/docker.py:971 (0.20): through the platform's copy (docker cp).
     async def upload_file(self, source_path: Path | str, target_path: str) -> None:
         self.calls.append("upload_file")
         container = self._service_main()
@@ -190,12 +196,23 @@ class DockerEnvironment:
         if result.return_code != 0:
             raise RuntimeError(f"docker compose cp failed: {result.stdout}")
 
-    async def service_exec(self, command: str, service: str) -> ExecResult:
+    # harbor/environments/docker/docker.py:1106 (0.20): `main` (or no service) is exec(); a sidecar runs
+    # `sh -c CMD` without main's workdir, user or persistent env.
+    async def service_exec(self, command: str, *, service: str | None = None, cwd: str | None = None,
+                           env: dict[str, str] | None = None, timeout_sec: int | None = None,
+                           user: str | int | None = None) -> ExecResult:
         self.calls.append("service_exec")
+        if service is None or service == "main":
+            return await self.exec(command, cwd=cwd, env=env, timeout_sec=timeout_sec, user=user)
         if service not in self.__sidecars:
             raise RuntimeError(f"no service {service}")
-        return await _docker("exec", self.__sidecars[service], "sh", "-c", command)
+        args = ["exec"] + (["-w", cwd] if cwd else []) + (["-u", str(user)] if user is not None else [])
+        for key, value in (env or {}).items():
+            args += ["-e", f"{key}={value}"]
+        return await _docker(*args, self.__sidecars[service], "sh", "-c", command, timeout_sec=timeout_sec)
 
+    # harbor/environments/docker/docker.py:936 (0.20): compose down (delete: --rmi local --volumes), a failure
+    # logged, never raised.
     async def stop(self, delete: bool) -> None:
         self.calls.append("stop")
         try:
@@ -223,6 +240,7 @@ class PierDockerEnvironment:
         self.__agent_env = dict(agent_env or {})
         self.calls = self.__inner.calls
 
+    # pier/environments/base.py:276
     def _merge_env(self, env: dict[str, str] | None) -> dict[str, str] | None:
         return self.__inner._merge_env(env)
 
@@ -236,12 +254,15 @@ class PierDockerEnvironment:
             merged.update(env)
         return merged or None
 
+    # pier/environments/docker/docker.py:734
     async def exec(self, command: str, cwd: str | None = None, env: dict[str, str] | None = None,
                    timeout_sec: int | None = None, user: str | int | None = None) -> ExecResult:
         return await self.__inner.exec(command, cwd=cwd, env=env, timeout_sec=timeout_sec, user=user)
 
+    # pier/environments/docker/docker.py:710
     async def upload_file(self, source_path: Path | str, target_path: str) -> None:
         await self.__inner.upload_file(source_path, target_path)
 
+    # pier/environments/docker/docker.py:681
     async def stop(self, delete: bool) -> None:
         await self.__inner.stop(delete)
