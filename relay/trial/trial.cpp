@@ -70,7 +70,7 @@ class trial : public std::enable_shared_from_this<trial> {
   public:
     trial(const trial_config& config, backend& env, phase_log& log, const asio::any_io_executor& executor)
         : config_(config), env_(env), log_(log), executor_(executor), events_(executor), socket_(executor),
-          signals_(executor, SIGTERM, SIGINT), stop_latch_(executor, clock_type::time_point::max()),
+          signals_(executor, SIGTERM, SIGINT, SIGHUP), stop_latch_(executor, clock_type::time_point::max()),
           teardown_(milliseconds(config.common.teardown_timeout_ms)) {}
 
     asio::awaitable<trial_outcome> run();
@@ -195,7 +195,11 @@ asio::awaitable<void> trial::watch_signals() {
             first_signal_ = sig;
             stop_latch_.expires_at(clock_type::time_point::min());
         }
-        post({event::kind::signal, {}, {}, sig});
+        // SIGHUP (a closed terminal, a process supervisor's hang-up) is a cancellation as SIGTERM is: the
+        // subject settled within the budget and reported; only SIGINT means host teardown.
+        log_.phase("signal", {{"signal", sig == SIGINT ? "SIGINT" : sig == SIGHUP ? "SIGHUP" : "SIGTERM"},
+                              {"means", sig == SIGINT ? "host teardown" : "cancellation"}});
+        post({event::kind::signal, {}, {}, sig == SIGINT ? SIGINT : SIGTERM});
     }
 }
 

@@ -246,6 +246,21 @@ TEST_CASE(
     CHECK(gone_soon(pgid));
 }
 
+TEST_CASE("SIGHUP while the subject runs is a cancellation as SIGTERM is: settled, reported, logged") {
+    const marker trapped;
+    trial t(subject({}, trapped.touch() + "; while :; do sleep 0.05; done"));
+    const pid_t pgid = t.wait_running();
+    REQUIRE(trapped.appears());
+    t.signal(SIGHUP);
+    const auto o = t.finish();
+    CHECK(o.exit_code == relay::exit_cancelled);
+    const auto& executed = executed_of(o);
+    CHECK(executed.at("termination").as_string() == "framework_timeout");
+    CHECK(executed.at("exitCode").as_int64() == 124);
+    CHECK(o.relay_log.find("signal=SIGHUP means=cancellation") != std::string::npos);
+    CHECK(gone_soon(pgid));
+}
+
 // SIGTERM to the relay (the framework's timeout), then the trial's end: within `limit`, as a framework
 // timeout.
 auto framework_timeout_within(trial& t, std::chrono::milliseconds limit) {
