@@ -4,6 +4,7 @@
 #include "contracts/limits.hpp"
 #include "contracts/session_messages.hpp"
 #include "posix/io.hpp"
+#include "relay/backends/container_diagnosis.hpp"
 #include "relay/backends/helper_binary.hpp"
 #include "relay/backends/install_record.hpp"
 #include "relay/backends/installed_helper.hpp"
@@ -245,13 +246,18 @@ class docker_backend final : public backend {
         co_await (remove_container() || timer.async_wait(as_tuple(use_awaitable)));
     }
 
-    // The helper died without a report. A container that no longer runs has nothing left to stop: it is
-    // left as it is for whoever debugs it. Otherwise a fresh root exec of `cancel` settles the scope.
+    // The helper died without a report. First what the engine says of the container: an engine that does
+    // not answer is asked again within half the budget, a paused container waited for as long; a container
+    // that no longer runs, or was restarted, has nothing left to stop and is left as it is for whoever
+    // debugs it. Only a container that runs as it did gets a fresh root exec of `cancel`.
     asio::awaitable<recovery> recover(std::optional<int>, std::string scope,
                                       std::chrono::milliseconds budget) override {
-        auto facts = co_await api_.inspect_container(container_);
-        if (!facts || !facts->running) {
-            co_return gone(facts);
+        const auto begun_recovery = std::chrono::steady_clock::now();
+        auto diagnosis = co_await diagnose_within(budget / 2);
+        budget -= std::min(budget, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                       std::chrono::steady_clock::now() - begun_recovery));
+        if (auto verdict = recovery_of(diagnosis.condition)) {
+            co_return *verdict;
         }
         if (resolved_ && options_.helper_in_container.empty()) {
             // A root subject may have replaced or removed the helper since the session began: the cancel
@@ -268,14 +274,44 @@ class docker_backend final : public backend {
         // the cancel a failure, watch its state for a short while.
         asio::steady_timer timer(co_await asio::this_coro::executor);
         for (int look = 0; settled == recovery::failed && look < 30; ++look) {
-            facts = co_await api_.inspect_container(container_);
-            if (!facts || !facts->running) {
-                co_return gone(facts);
+            const auto now = diagnose_container(co_await api_.inspect_container(container_), started_at_);
+            if (auto verdict = recovery_of(now.condition);
+                verdict && now.condition != container_condition::engine_unreachable) {
+                co_return *verdict;
             }
             timer.expires_after(std::chrono::milliseconds(100));
             co_await timer.async_wait(as_tuple(use_awaitable));
         }
         co_return settled;
+    }
+
+    asio::awaitable<std::optional<outside_fault>> diagnose_outside() override {
+        const auto d = diagnose_container(co_await api_.inspect_container(container_), started_at_);
+        switch (d.condition) {
+        case container_condition::running:
+            co_return std::nullopt;
+        case container_condition::memory_killed:
+            co_return outside_fault{false, "the kernel killed a process of container " + container_ +
+                                               " for memory (" + d.detail + ")"};
+        case container_condition::paused:
+            co_return outside_fault{true, "container " + container_ + " is paused (docker pause; the engine " +
+                                              "says " + d.detail + "): its processes are frozen, not hung"};
+        case container_condition::restarted:
+            co_return outside_fault{false, "container " + container_ + " was restarted from outside (" +
+                                               d.detail + "): the subject's processes ended with it"};
+        case container_condition::stopped:
+            co_return outside_fault{false, "container " + container_ + " was stopped from outside (" +
+                                               d.detail + ")"};
+        case container_condition::out_of_memory:
+            co_return outside_fault{false, "container " + container_ + " ran out of memory (" + d.detail +
+                                               ")"};
+        case container_condition::missing:
+            co_return outside_fault{false, "container " + container_ + " was removed (" + d.detail + ")"};
+        case container_condition::engine_unreachable:
+            co_return outside_fault{false, "the Docker engine does not answer (" + d.detail +
+                                               "): the container's state is unknown"};
+        }
+        co_return std::nullopt;
     }
 
     std::string scope_path(const std::string& name) const override {
@@ -284,9 +320,47 @@ class docker_backend final : public backend {
     std::string artifacts_dir() const override { return std::string(contracts::artifacts_directory); }
 
   private:
-    // The container stopped (or went): for memory, when its engine says so.
-    static recovery gone(const boost::system::result<container_facts, relay_error>& facts) {
-        return facts && facts->oom_killed ? recovery::out_of_memory : recovery::environment_gone;
+    // What the recovery ends with for each condition; nullopt: the container runs as it did (cancel it).
+    static std::optional<recovery> recovery_of(container_condition condition) {
+        switch (condition) {
+        case container_condition::running:
+        case container_condition::memory_killed: // the container runs: what is left in it can be cancelled
+            return std::nullopt;
+        case container_condition::paused:
+            return recovery::paused;
+        case container_condition::restarted:
+            return recovery::restarted;
+        case container_condition::stopped:
+        case container_condition::missing:
+            return recovery::environment_gone;
+        case container_condition::out_of_memory:
+            return recovery::out_of_memory;
+        case container_condition::engine_unreachable:
+            return recovery::engine_unreachable;
+        }
+        return recovery::failed;
+    }
+
+    // The container's condition, asked again while the engine does not answer or the container is paused
+    // (both may pass), for at most `wait`; a stopped one for a few seconds more (`docker restart` stops it
+    // first: only its coming back tells a restart from a stop).
+    asio::awaitable<container_diagnosis> diagnose_within(std::chrono::milliseconds wait) {
+        const auto begun = std::chrono::steady_clock::now();
+        const auto until = begun + wait;
+        const auto stop_until = begun + std::min(wait, std::chrono::milliseconds(3000));
+        asio::steady_timer timer(co_await asio::this_coro::executor);
+        while (true) {
+            auto d = diagnose_container(co_await api_.inspect_container(container_), started_at_);
+            const bool passing = d.condition == container_condition::engine_unreachable ||
+                                 d.condition == container_condition::paused ||
+                                 (d.condition == container_condition::stopped &&
+                                  std::chrono::steady_clock::now() < stop_until);
+            if (!passing || std::chrono::steady_clock::now() + std::chrono::milliseconds(250) >= until) {
+                co_return d;
+            }
+            timer.expires_after(std::chrono::milliseconds(250));
+            co_await timer.async_wait(as_tuple(use_awaitable));
+        }
     }
 
     asio::awaitable<void> remove_container() {
@@ -335,6 +409,7 @@ class docker_backend final : public backend {
                                                                (facts->paused ? "paused" : "not running")};
         }
         container_id_ = facts->id;
+        started_at_ = facts->started_at; // a restart from outside changes it
         subject_user_ = options_.user.empty() ? facts->user : options_.user;
         compose_project_ = facts->compose_project;
         if (options_.helper_in_container.empty()) {
@@ -518,6 +593,7 @@ class docker_backend final : public backend {
     std::string container_;
 
     std::string container_id_; // the engine's id: names, unlike ids, are reused by later containers
+    std::string started_at_;   // State.StartedAt at the trial's start: another later means a restart
     install_record installs_;
     std::string helper_digest_; // SHA-256 of this build's helper
     std::string helper_name_;

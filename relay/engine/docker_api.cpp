@@ -453,7 +453,7 @@ docker_api::inspect_container(std::string id) {
                                                           " is not a Docker engine (GET /_ping answered " +
                                                           answer + "): check DOCKER_HOST or --docker-host"};
         }
-        co_return relay_error{relay_errc::engine, "container " + id + " does not exist"};
+        co_return relay_error{relay_errc::not_found, "container " + id + " does not exist"};
     }
     if (response->status != 200) {
         co_return relay_error{relay_errc::engine,

@@ -59,6 +59,11 @@ boost::system::result<container_facts, relay_error> parse_container(std::string_
         pid != nullptr && pid->is_int64() && pid->get_int64() > 0 && pid->get_int64() <= (1LL << 22)) {
         out.pid = static_cast<long>(pid->get_int64());
     }
+    out.started_at = text_at(*state, "StartedAt").value_or("");
+    if (const auto* restarts = object->if_contains("RestartCount");
+        restarts != nullptr && restarts->is_int64() && restarts->get_int64() >= 0) {
+        out.restart_count = static_cast<long>(restarts->get_int64());
+    }
     out.user = text_at(*config, "User").value_or("");
     if (const auto* labels = child_object(*config, "Labels")) {
         out.compose_project = text_at(*labels, "com.docker.compose.project").value_or("");

@@ -9,11 +9,12 @@ namespace maka_eval::relay {
 
 namespace {
 
-constexpr contracts::name_table<relay_errc, 4> names = {{
+constexpr contracts::name_table<relay_errc, 5> names = {{
     {relay_errc::usage, "usage"},
     {relay_errc::environment, "environment"},
     {relay_errc::engine, "engine"},
     {relay_errc::bridge, "bridge"},
+    {relay_errc::not_found, "not found"},
 }};
 
 } // namespace

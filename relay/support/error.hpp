@@ -19,6 +19,7 @@ enum class relay_errc {
     environment, // the container or trial runner's environment could not do what was asked
     engine,      // the Docker engine refused or could not be reached
     bridge,      // the trial runner's adapter broke the bridge protocol
+    not_found,   // the engine answered that what was asked for does not exist
 };
 [[nodiscard]] std::string_view to_string(relay_errc value);
 

@@ -44,10 +44,19 @@ class helper_session {
 
 // After the helper vanished without a report: what became of the subject.
 enum class recovery {
-    settled,          // a fresh cancel stopped what was left (or nothing was left)
-    environment_gone, // the environment no longer runs (killed from outside): nothing to stop
-    out_of_memory,    // the environment no longer runs, and its engine says the kernel killed it for memory
-    failed,           // could not be settled: destroy is what remains
+    settled,            // a fresh cancel stopped what was left (or nothing was left)
+    environment_gone,   // the environment no longer runs (stopped or removed from outside): nothing to stop
+    out_of_memory,      // the environment no longer runs, and its engine says the kernel killed it for memory
+    restarted,          // the environment was restarted from outside: the subject's processes ended with it
+    paused,             // the environment is paused from outside and stayed so: frozen, left as it is
+    engine_unreachable, // the engine did not answer within the budget: the subject's state is unknown
+    failed,             // could not be settled: destroy is what remains
+};
+
+// A fault from outside the subject that the environment's host can see (docker: the engine's inspect).
+struct outside_fault {
+    bool frozen = false; // paused: its processes are frozen, not gone, and may be resumed
+    std::string message; // what happened, naming the evidence
 };
 
 class backend {
@@ -73,6 +82,11 @@ class backend {
                                               std::chrono::milliseconds budget) = 0;
     [[nodiscard]] virtual std::string scope_path(const std::string& name) const = 0;
     [[nodiscard]] virtual std::string artifacts_dir() const = 0;
+    // Whether something outside the subject explains a silent or vanished supervisor (the container paused,
+    // restarted, stopped, out of memory, removed; the engine unreachable). Asked before the relay acts on
+    // the silence, and before it destroys: a paused container is waited for, never destroyed for being
+    // paused. nullopt: nothing outside explains it (or this backend cannot tell).
+    virtual asio::awaitable<std::optional<outside_fault>> diagnose_outside() { co_return std::nullopt; }
     // Engine API calls made so far, where there is an engine (the benchmark reports it per trial).
     [[nodiscard]] virtual std::optional<unsigned> engine_calls() const { return std::nullopt; }
     // True for the local backend: the "environment" is this host, shared with everything else on it.

@@ -167,6 +167,7 @@ class trial : public std::enable_shared_from_this<trial> {
     // Expires at the first signal (and stays expired): what unless_signalled races a call against.
     asio::steady_timer stop_latch_;
     int first_signal_ = 0;
+    bool paused_said_ = false; // the `paused` phase is said once
     std::unique_ptr<helper_session> session_;
     std::optional<int> pgid_;
     std::string scope_path_;
@@ -534,6 +535,16 @@ asio::awaitable<trial_outcome> trial::supervise(const contracts::execute_request
         auto e = co_await next(quiet_until);
         if (!e && quiet_until && clock_type::now() >= last_heard_ + 3 * heartbeat_) {
             const auto silent = std::chrono::duration_cast<milliseconds>(clock_type::now() - last_heard_);
+            // A paused container freezes the supervisor with the subject: nothing is wrong inside, so the
+            // trial waits for it (as long as the subject would run; a cancellation still settles it).
+            if (auto fault = co_await env_.diagnose_outside(); fault && fault->frozen) {
+                if (!paused_said_) {
+                    log_.phase("paused", {{"why", fault->message + "; waiting for it to be resumed"}});
+                    paused_said_ = true;
+                }
+                last_heard_ = clock_type::now();
+                continue;
+            }
             log_.error("the supervisor stopped answering: no heartbeat for " +
                        std::to_string(silent.count()) + " ms");
             const auto recovered =
@@ -690,7 +701,17 @@ asio::awaitable<std::optional<contracts::report_message>> trial::settle(const st
             co_return *report;
         }
     }
-    // Settling failed or ran out of time: destroy, within what is left of the budget.
+    // Settling failed or ran out of time: destroy, within what is left of the budget — unless something
+    // outside explains it. A paused container is frozen, not lost: it is left paused for whoever paused it.
+    if (auto fault = co_await env_.diagnose_outside()) {
+        log_.error(fault->message + (fault->frozen ? "; it stayed paused for the whole teardown budget, so it "
+                                                     "is left paused, not destroyed"
+                                                   : "; nothing is destroyed"));
+        // Its session is let go (a frozen helper never ends it): resumed, the helper finds its input closed
+        // and settles the subject itself.
+        session_->kill();
+        co_return std::nullopt;
+    }
     co_await destroy_by(final_deadline);
     co_return std::nullopt;
 }
@@ -721,6 +742,12 @@ asio::awaitable<std::string> trial::recover(std::string what) {
         root_helper_ && pgid_ ? "; what the subject wrote so far is in " + env_.artifacts_dir() + "/" +
                                     std::string(contracts::staging_directory_prefix) + "* (never published)"
                               : std::string();
+    if (outcome == recovery::settled || outcome == recovery::failed) {
+        // The container runs as it did: only the engine's evidence (an OOM kill) replaces the guess.
+        if (auto fault = co_await env_.diagnose_outside()) {
+            what = "vanished: " + fault->message;
+        }
+    }
     switch (outcome) {
     case recovery::settled:
         log_.phase("recovered", {{"how", "cancel without the supervisor"}});
@@ -734,8 +761,28 @@ asio::awaitable<std::string> trial::recover(std::string what) {
             staged;
     case recovery::environment_gone:
         log_.phase("recovered", {{"how", "environment no longer running"}});
-        co_return "the environment stopped while the subject ran (killed from outside?); nothing was left "
-                  "to stop, so it is left as it is for inspection" +
+        co_return "the environment was stopped or removed from outside while the subject ran (its engine "
+                  "says it no longer runs); nothing was left to stop, so it is left as it is for inspection" +
+            staged;
+    case recovery::restarted:
+        log_.phase("recovered", {{"how", "environment restarted"}});
+        co_return "the environment was restarted from outside while the subject ran (its engine records a "
+                  "new start); the subject's processes ended with the restart, nothing was left to stop, and "
+                  "the environment is left as it is" +
+            staged;
+    case recovery::paused:
+        session_->kill(); // as above: resumed, the helper settles on its closed input
+        log_.phase("recovered", {{"how", "environment paused"}});
+        co_return "the environment was paused from outside (docker pause) and stayed paused through the "
+                  "teardown budget; its processes are frozen, not stopped, and it is left paused, not "
+                  "destroyed" +
+            staged;
+    case recovery::engine_unreachable:
+        session_->kill();
+        log_.phase("recovered", {{"how", "engine unreachable"}});
+        co_return "the Docker engine stopped answering while the subject ran and did not come back within "
+                  "the teardown budget: the subject's state is unknown (it may still be running), and "
+                  "nothing was stopped or destroyed" +
             staged;
     case recovery::failed:
         break;

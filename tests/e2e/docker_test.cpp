@@ -918,3 +918,58 @@ TEST_CASE("a daemon started by a subject that exits normally survives, for the v
 }
 
 } // namespace
+
+// Faults from outside the subject: named for their cause, never answered by destroying the container.
+
+TEST_CASE("faults: a container paused mid-run is waited for, the trial completes, nothing is destroyed") {
+    require_engine();
+    container c;
+    trial t(in_container({}, "while [ ! -e /tmp/resumed ]; do sleep 0.1; done; \"$HELPER\" frame resumed"),
+            c.relay_args());
+    t.wait_running(c.scope());
+    REQUIRE(docker({"pause", c.name}).exit_code == 0);
+    // Three missed heartbeats, then the engine's word: paused, so the relay waits.
+    CHECK(t.log_shows("paused ("));
+    REQUIRE(docker({"unpause", c.name}).exit_code == 0);
+    REQUIRE(c.exec(": > /tmp/resumed").exit_code == 0);
+    const auto o = t.finish();
+    INFO(o.relay_log);
+    CHECK(o.exit_code == relay::exit_success);
+    CHECK(executed_of(o).at("termination").as_string() == "exited");
+    CHECK(executed_of(o).at("stdout").as_string() == "resumed");
+    CHECK(o.relay_log.find("from inside") == std::string::npos);
+    CHECK(o.relay_log.find("destroy (") == std::string::npos);
+    CHECK(c.running());
+}
+
+TEST_CASE("faults: paused and then cancelled, the container is left paused, not destroyed") {
+    require_engine();
+    container c;
+    trial t(in_container({}, "sleep 3653"), c.relay_args({"--teardown-timeout-ms", "10000"}));
+    t.wait_running(c.scope());
+    REQUIRE(docker({"pause", c.name}).exit_code == 0);
+    t.signal(SIGTERM);
+    const auto o = t.finish(40000);
+    INFO(o.relay_log);
+    CHECK(o.exit_code == relay::exit_cancelled);
+    CHECK(o.relay_log.find("is paused (docker pause") != std::string::npos);
+    CHECK(o.relay_log.find("left paused, not destroyed") != std::string::npos);
+    CHECK(o.relay_log.find("destroy (") == std::string::npos);
+    CHECK(docker({"inspect", "-f", "{{.State.Paused}}", c.name}).out == "true\n");
+    (void)docker({"unpause", c.name});
+}
+
+TEST_CASE("faults: docker restart mid-run is named as a restart from outside, the container kept") {
+    require_engine();
+    container c;
+    trial t(in_container({}, "sleep 3654"), c.relay_args());
+    t.wait_running(c.scope());
+    REQUIRE(docker({"restart", "-t", "1", c.name}).exit_code == 0);
+    const auto o = t.finish(40000);
+    INFO(o.relay_log);
+    CHECK(o.exit_code == relay::exit_environment);
+    CHECK(o.relay_log.find("restarted from outside") != std::string::npos);
+    CHECK(o.relay_log.find("from inside") == std::string::npos);
+    CHECK(o.relay_log.find("destroy (") == std::string::npos);
+    CHECK(c.running());
+}

@@ -42,6 +42,8 @@ class trial {
     outcome finish(int timeout_ms = 30000);
     [[nodiscard]] const std::filesystem::path& dir() const { return dir_.path(); }
     [[nodiscard]] pid_t relay_pid() const { return relay_->pid(); }
+    // Waits until the relay's log (stderr) shows `text`.
+    bool log_shows(const std::string& text, int timeout_ms = 30000) { return relay_->stderr_shows(text, timeout_ms); }
 
   private:
     scratch dir_;

@@ -3,6 +3,7 @@
 
 #include "support/process.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -77,6 +78,20 @@ void child_process::pump(int timeout_ms) {
             }
         }
     }
+}
+
+bool child_process::stderr_shows(const std::string& needle, int timeout_ms) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (err_.find(needle) == std::string::npos) {
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())
+                .count();
+        if (errfd_ < 0 || left <= 0) {
+            return false;
+        }
+        pump(static_cast<int>(std::min<long long>(left, 100)));
+    }
+    return true;
 }
 
 std::optional<std::string> child_process::read_line(int timeout_ms) {

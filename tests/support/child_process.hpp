@@ -27,6 +27,9 @@ class child_process {
     [[nodiscard]] pid_t pid() const { return pid_; }
     [[nodiscard]] long peak_rss_kib() const { return peak_rss_kib_; }
     [[nodiscard]] const std::string& stderr_text() const { return err_; }
+    // Whether `needle` appears in what the child wrote to stderr within `timeout_ms` (the event a test waits
+    // for: a log line).
+    bool stderr_shows(const std::string& needle, int timeout_ms = 30000);
 
   private:
     void pump(int timeout_ms);
