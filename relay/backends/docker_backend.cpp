@@ -410,6 +410,7 @@ class docker_backend final : public backend {
         }
         container_id_ = facts->id;
         started_at_ = facts->started_at; // a restart from outside changes it
+        readonly_rootfs_ = facts->readonly_rootfs;
         subject_user_ = options_.user.empty() ? facts->user : options_.user;
         compose_project_ = facts->compose_project;
         if (options_.helper_in_container.empty()) {
@@ -537,9 +538,18 @@ class docker_backend final : public backend {
         std::string target = "/containers/" + container_ + "/archive?path=/";
         auto put = co_await api_.request("PUT", std::move(target), std::move(*archive), "application/x-tar");
         if (!put || put->status != 200) {
+            if (readonly_rootfs_) {
+                // The engine refuses the upload (or drops the connection mid-body): its own inspect said why.
+                co_return relay_error{relay_errc::environment,
+                                      "container " + container_ +
+                                          " has a read-only root filesystem (HostConfig.ReadonlyRootfs: "
+                                          "docker run --read-only), so maka-eval-helper cannot be put in it: "
+                                          "mount the helper into the container (a volume or bind mount) and "
+                                          "pass --helper-in-container PATH, or start it without --read-only"};
+            }
             co_return relay_error{relay_errc::environment,
                                   "cannot put maka-eval-helper into container " + container_ +
-                                      (put ? " (HTTP " + std::to_string(put->status) + "; a read-only root?)"
+                                      (put ? " (HTTP " + std::to_string(put->status) + ")"
                                            : ": " + put.error().message) +
                                       ": mount it into the container and pass --helper-in-container PATH"};
         }
@@ -594,6 +604,7 @@ class docker_backend final : public backend {
 
     std::string container_id_; // the engine's id: names, unlike ids, are reused by later containers
     std::string started_at_;   // State.StartedAt at the trial's start: another later means a restart
+    bool readonly_rootfs_ = false; // HostConfig.ReadonlyRootfs: why an upload to / fails
     install_record installs_;
     std::string helper_digest_; // SHA-256 of this build's helper
     std::string helper_name_;

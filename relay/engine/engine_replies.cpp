@@ -64,6 +64,9 @@ boost::system::result<container_facts, relay_error> parse_container(std::string_
         restarts != nullptr && restarts->is_int64() && restarts->get_int64() >= 0) {
         out.restart_count = static_cast<long>(restarts->get_int64());
     }
+    if (const auto* host_config = child_object(*object, "HostConfig")) {
+        out.readonly_rootfs = flag_at(*host_config, "ReadonlyRootfs");
+    }
     out.user = text_at(*config, "User").value_or("");
     if (const auto* labels = child_object(*config, "Labels")) {
         out.compose_project = text_at(*labels, "com.docker.compose.project").value_or("");

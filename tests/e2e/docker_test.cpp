@@ -973,3 +973,14 @@ TEST_CASE("faults: docker restart mid-run is named as a restart from outside, th
     CHECK(o.relay_log.find("destroy (") == std::string::npos);
     CHECK(c.running());
 }
+
+TEST_CASE("faults: a read-only root filesystem is named as the reason the helper cannot go in") {
+    require_engine();
+    container c({"--read-only"});
+    trial t(in_container({}, "exit 0"), c.relay_args());
+    const auto o = t.finish();
+    INFO(o.relay_log);
+    CHECK(o.exit_code == relay::exit_environment);
+    CHECK(o.relay_log.find("read-only root filesystem (HostConfig.ReadonlyRootfs") != std::string::npos);
+    CHECK(o.relay_log.find("--helper-in-container") != std::string::npos);
+}

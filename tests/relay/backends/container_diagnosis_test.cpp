@@ -49,7 +49,7 @@ TEST_CASE("stopped from outside, or out of memory as the engine records it") {
     CHECK(condition_of(reply(true, false, true, started)) == container_condition::memory_killed);
 }
 
-TEST_CASE("the engine's 404 is a removed container; any other failure is the engine unreachable") {
+TEST_CASE("the engine 404 is a removed container and any other failure is the engine unreachable") {
     const boost::system::result<container_facts, relay_error> removed =
         relay_error{relay_errc::not_found, "container c0ffee does not exist"};
     CHECK(diagnose_container(removed, started).condition == container_condition::missing);
@@ -58,6 +58,14 @@ TEST_CASE("the engine's 404 is a removed container; any other failure is the eng
     const auto d = diagnose_container(down, started);
     CHECK(d.condition == container_condition::engine_unreachable);
     CHECK(d.detail.find("cannot connect") != std::string::npos);
+}
+
+TEST_CASE("the inspect reads HostConfig.ReadonlyRootfs as the reason an upload to the root fails") {
+    const auto facts = parse_container(
+        R"({"Id":"c0ffee","State":{"Running":true},"Config":{"User":""},"HostConfig":{"ReadonlyRootfs":true}})");
+    REQUIRE(facts.has_value());
+    CHECK(facts->readonly_rootfs);
+    CHECK_FALSE(parse_container(reply(true, false, false, started))->readonly_rootfs);
 }
 
 } // namespace
