@@ -33,7 +33,8 @@ struct container_diagnosis {
 };
 
 // `inspected`: the inspect's answer now; `started_at`: State.StartedAt when the trial began ("" if unknown).
-[[nodiscard]] container_diagnosis diagnose_container(
-    const boost::system::result<container_facts, relay_error>& inspected, std::string_view started_at);
+[[nodiscard]] container_diagnosis
+diagnose_container(const boost::system::result<container_facts, relay_error>& inspected,
+                   std::string_view started_at);
 
 } // namespace maka_eval::relay

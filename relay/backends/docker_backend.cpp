@@ -294,8 +294,9 @@ class docker_backend final : public backend {
             co_return outside_fault{false, "the kernel killed a process of container " + container_ +
                                                " for memory (" + d.detail + ")"};
         case container_condition::paused:
-            co_return outside_fault{true, "container " + container_ + " is paused (docker pause; the engine " +
-                                              "says " + d.detail + "): its processes are frozen, not hung"};
+            co_return outside_fault{true, "container " + container_ +
+                                              " is paused (docker pause; the engine " + "says " + d.detail +
+                                              "): its processes are frozen, not hung"};
         case container_condition::restarted:
             co_return outside_fault{false, "container " + container_ + " was restarted from outside (" +
                                                d.detail + "): the subject's processes ended with it"};
@@ -303,8 +304,8 @@ class docker_backend final : public backend {
             co_return outside_fault{false, "container " + container_ + " was stopped from outside (" +
                                                d.detail + ")"};
         case container_condition::out_of_memory:
-            co_return outside_fault{false, "container " + container_ + " ran out of memory (" + d.detail +
-                                               ")"};
+            co_return outside_fault{false,
+                                    "container " + container_ + " ran out of memory (" + d.detail + ")"};
         case container_condition::missing:
             co_return outside_fault{false, "container " + container_ + " was removed (" + d.detail + ")"};
         case container_condition::engine_unreachable:
@@ -547,11 +548,11 @@ class docker_backend final : public backend {
                                           "mount the helper into the container (a volume or bind mount) and "
                                           "pass --helper-in-container PATH, or start it without --read-only"};
             }
-            co_return relay_error{relay_errc::environment,
-                                  "cannot put maka-eval-helper into container " + container_ +
-                                      (put ? " (HTTP " + std::to_string(put->status) + ")"
-                                           : ": " + put.error().message) +
-                                      ": mount it into the container and pass --helper-in-container PATH"};
+            co_return relay_error{
+                relay_errc::environment,
+                "cannot put maka-eval-helper into container " + container_ +
+                    (put ? " (HTTP " + std::to_string(put->status) + ")" : ": " + put.error().message) +
+                    ": mount it into the container and pass --helper-in-container PATH"};
         }
         co_return boost::system::result<void, relay_error>{};
     }
@@ -602,8 +603,8 @@ class docker_backend final : public backend {
     std::string helper_on_host_;
     std::string container_;
 
-    std::string container_id_; // the engine's id: names, unlike ids, are reused by later containers
-    std::string started_at_;   // State.StartedAt at the trial's start: another later means a restart
+    std::string container_id_;     // the engine's id: names, unlike ids, are reused by later containers
+    std::string started_at_;       // State.StartedAt at the trial's start: another later means a restart
     bool readonly_rootfs_ = false; // HostConfig.ReadonlyRootfs: why an upload to / fails
     install_record installs_;
     std::string helper_digest_; // SHA-256 of this build's helper

@@ -25,12 +25,12 @@ struct container_facts {
     std::string user; // Config.User: "" (root), a name, or uid[:gid]
     bool running = false;
     bool paused = false;
-    bool oom_killed = false;     // State.OOMKilled: the kernel killed a process of it for memory
-    long pid = 0;                // State.Pid: its first process, in the engine's pid namespace (0: none)
-    std::string started_at;      // State.StartedAt: changes when the container is restarted
-    long restart_count = 0;      // RestartCount
+    bool oom_killed = false;      // State.OOMKilled: the kernel killed a process of it for memory
+    long pid = 0;                 // State.Pid: its first process, in the engine's pid namespace (0: none)
+    std::string started_at;       // State.StartedAt: changes when the container is restarted
+    long restart_count = 0;       // RestartCount
     bool readonly_rootfs = false; // HostConfig.ReadonlyRootfs (docker run --read-only)
-    std::string compose_project; // label com.docker.compose.project, when it has one
+    std::string compose_project;  // label com.docker.compose.project, when it has one
 };
 [[nodiscard]] boost::system::result<container_facts, relay_error> parse_container(std::string_view body);
 

@@ -198,7 +198,9 @@ asio::awaitable<void> trial::watch_signals() {
         }
         // SIGHUP (a closed terminal, a process supervisor's hang-up) is a cancellation as SIGTERM is: the
         // subject settled within the budget and reported; only SIGINT means host teardown.
-        log_.phase("signal", {{"signal", sig == SIGINT ? "SIGINT" : sig == SIGHUP ? "SIGHUP" : "SIGTERM"},
+        log_.phase("signal", {{"signal", sig == SIGINT   ? "SIGINT"
+                                         : sig == SIGHUP ? "SIGHUP"
+                                                         : "SIGTERM"},
                               {"means", sig == SIGINT ? "host teardown" : "cancellation"}});
         post({event::kind::signal, {}, {}, sig == SIGINT ? SIGINT : SIGTERM});
     }
@@ -704,9 +706,10 @@ asio::awaitable<std::optional<contracts::report_message>> trial::settle(const st
     // Settling failed or ran out of time: destroy, within what is left of the budget — unless something
     // outside explains it. A paused container is frozen, not lost: it is left paused for whoever paused it.
     if (auto fault = co_await env_.diagnose_outside()) {
-        log_.error(fault->message + (fault->frozen ? "; it stayed paused for the whole teardown budget, so it "
-                                                     "is left paused, not destroyed"
-                                                   : "; nothing is destroyed"));
+        log_.error(fault->message + (fault->frozen
+                                         ? "; it stayed paused for the whole teardown budget, so it "
+                                           "is left paused, not destroyed"
+                                         : "; nothing is destroyed"));
         // Its session is let go (a frozen helper never ends it): resumed, the helper finds its input closed
         // and settles the subject itself.
         session_->kill();

@@ -43,7 +43,9 @@ class trial {
     [[nodiscard]] const std::filesystem::path& dir() const { return dir_.path(); }
     [[nodiscard]] pid_t relay_pid() const { return relay_->pid(); }
     // Waits until the relay's log (stderr) shows `text`.
-    bool log_shows(const std::string& text, int timeout_ms = 30000) { return relay_->stderr_shows(text, timeout_ms); }
+    bool log_shows(const std::string& text, int timeout_ms = 30000) {
+        return relay_->stderr_shows(text, timeout_ms);
+    }
 
   private:
     scratch dir_;

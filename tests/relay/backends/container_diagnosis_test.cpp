@@ -15,8 +15,10 @@ const std::string started = "2026-12-05T15:40:01.123456789Z";
 
 std::string reply(bool running, bool paused, bool oom, const std::string& started_at, int restarts = 0) {
     return R"({"Id":"c0ffee","RestartCount":)" + std::to_string(restarts) + R"(,"State":{"Status":")" +
-           (paused ? "paused" : running ? "running" : "exited") + R"(","Running":)" +
-           (running ? "true" : "false") + R"(,"Paused":)" + (paused ? "true" : "false") +
+           (paused    ? "paused"
+            : running ? "running"
+                      : "exited") +
+           R"(","Running":)" + (running ? "true" : "false") + R"(,"Paused":)" + (paused ? "true" : "false") +
            R"(,"OOMKilled":)" + (oom ? "true" : "false") + R"(,"Pid":4242,"StartedAt":")" + started_at +
            R"("},"Config":{"User":"","Labels":{}}})";
 }
