@@ -190,7 +190,11 @@ class docker_backend final : public backend {
                 installed = true;
                 continue;
             }
-            const std::string said = first ? *first : (*stream)->stderr_text();
+            std::string said = first ? *first : (*stream)->stderr_text();
+            // The engine's own words end in "\r\n" (runc's message through the exec's stream): one line here.
+            while (!said.empty() && (said.back() == '\r' || said.back() == '\n' || said.back() == ' ')) {
+                said.pop_back();
+            }
             co_return relay_error{relay_errc::environment, "maka-eval-helper did not start in container " +
                                                                container_ + " (exit " + std::to_string(code) +
                                                                ")" + (said.empty() ? "" : ": " + said)};

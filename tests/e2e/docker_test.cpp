@@ -984,3 +984,14 @@ TEST_CASE("faults: a read-only root filesystem is named as the reason the helper
     CHECK(o.relay_log.find("read-only root filesystem (HostConfig.ReadonlyRootfs") != std::string::npos);
     CHECK(o.relay_log.find("--helper-in-container") != std::string::npos);
 }
+
+TEST_CASE("an unknown --user is refused in one line with the engine's own words") {
+    require_engine();
+    container c;
+    trial t(in_container({}, "exit 0"), c.relay_args({"--user", "ghost"}));
+    const auto o = t.finish();
+    INFO(o.relay_log);
+    CHECK(o.exit_code == relay::exit_environment);
+    CHECK(o.relay_log.find("unable to find user ghost") != std::string::npos);
+    CHECK(o.relay_log.find('\r') == std::string::npos);
+}
