@@ -508,12 +508,18 @@ def test_maka_host_teardown(work: Path) -> None:
         started = marker_in_container(kit_trial, maka.trial.trial_name, "/tmp/kit-started")
         if not started:
             time.sleep(0.2)
-    check(started, "the subject never started", maka.finish(process))
+    if not started:
+        process.kill()
+        raise Failure(f"the subject never started\n  evidence: {json.dumps(maka.finish(process))[:6000]}")
     process.send_signal(signal.SIGTERM)
     out = maka.finish(process)
     check(out["exit"] == 0, "run_trial.py did not end normally after host teardown", out)
-    check((out["relay"] or {}).get("executed") is None, "the orchestrator was sent executed on host teardown",
-          out)
+    relay = out["relay"] or {}
+    check(relay.get("ready") is not None, "the orchestrator's record is missing (no ready)", out)
+    check(relay.get("executed") is None, "the orchestrator was sent executed on host teardown", out)
+    # Host teardown, not the agent's timeout: the relay said so, and it took the teardown budget, not 300 s.
+    check('"signal":"SIGINT"' in out["relay_log"] or "signal=SIGINT" in out["relay_log"],
+          "the relay was not told host teardown (SIGINT)", out)
     check(out["containers"] == [], "the trial left containers", out)
     check(relay_processes(maka.trial.relay_link) == [], "a relay process outlived the trial")
 
