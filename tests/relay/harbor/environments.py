@@ -16,7 +16,7 @@ a root ``mkdir -p`` and the copy again (Harbor's tar fallback); ``service_exec``
 container and never raises. The task image is BusyBox-only, with ``bash`` a shim over BusyBox ``sh``.
 
 ``PierDockerEnvironment`` is Pier 0.3's: the same exec (``user=`` included: Pier passes ``-u`` too), no
-``service_exec``, ``/logs/artifacts`` root 755, and ``agent_process_env()``: the variables Pier gives its
+``service_exec``, ``/logs/artifacts`` root 755, and ``agent_process_env(env)``: the variables Pier gives its
 agents' processes (under its filtered egress, the proxy settings).
 """
 

@@ -1122,7 +1122,7 @@ class PierTest(Scenarios, unittest.TestCase):
         self._as_default_user("agent", False, "1000:1000", "root")
 
     def test_the_proxy_settings_of_agent_process_env_reach_the_subject(self):
-        # Under Pier's filtered egress the proxy reaches agents only through agent_process_env().
+        # Under Pier's filtered egress the proxy reaches agents only through agent_process_env(env).
         proxy = {"HTTPS_PROXY": "http://egress-proxy:3128", "NO_PROXY": "localhost"}
         t = Trial(self, self.module, 'echo "$HTTPS_PROXY $NO_PROXY $TASK_VAR"', default_user="agent",
                   task_env={"TASK_VAR": "from-task"}, agent_env=proxy)
