@@ -29,6 +29,15 @@ using asio::as_tuple;
 using asio::use_awaitable;
 using namespace asio::experimental::awaitable_operators;
 
+// What a container printed, as one line: without the line ends and spaces after it (runc's messages through
+// an exec's stream end in "\r\n").
+std::string without_line_end(std::string text) {
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) {
+        text.pop_back();
+    }
+    return text;
+}
+
 class docker_session final : public helper_session {
   public:
     // `first` is the line already read to know the helper started (its `hello`).
@@ -190,11 +199,7 @@ class docker_backend final : public backend {
                 installed = true;
                 continue;
             }
-            std::string said = first ? *first : (*stream)->stderr_text();
-            // The engine's own words end in "\r\n" (runc's message through the exec's stream): one line here.
-            while (!said.empty() && (said.back() == '\r' || said.back() == '\n' || said.back() == ' ')) {
-                said.pop_back();
-            }
+            const std::string said = without_line_end(first ? *first : (*stream)->stderr_text());
             co_return relay_error{relay_errc::environment, "maka-eval-helper did not start in container " +
                                                                container_ + " (exit " + std::to_string(code) +
                                                                ")" + (said.empty() ? "" : ": " + said)};
@@ -237,12 +242,8 @@ class docker_backend final : public backend {
             co_return relay_error{relay_errc::environment, "the policy sidecar " + sidecar +
                                                                " could not report its network namespace"};
         }
-        std::string ns = output->out;
-        while (!ns.empty() && (ns.back() == '\n' || ns.back() == '\r' || ns.back() == ' ')) {
-            ns.pop_back();
-        }
         co_return boost::system::result<std::string, relay_error>(boost::system::in_place_value,
-                                                                  std::move(ns));
+                                                                  without_line_end(output->out));
     }
 
     asio::awaitable<void> destroy(std::optional<int>, std::chrono::milliseconds budget) override {
@@ -299,7 +300,7 @@ class docker_backend final : public backend {
                                                " for memory (" + d.detail + ")"};
         case container_condition::paused:
             co_return outside_fault{true, "container " + container_ +
-                                              " is paused (docker pause; the engine " + "says " + d.detail +
+                                              " is paused (docker pause; the engine says " + d.detail +
                                               "): its processes are frozen, not hung"};
         case container_condition::restarted:
             co_return outside_fault{false, "container " + container_ + " was restarted from outside (" +

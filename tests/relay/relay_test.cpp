@@ -229,36 +229,28 @@ TEST_CASE("SIGTERM before the subject starts: nothing is sent") {
     CHECK(o.transcript.at("executed").is_null());
 }
 
-TEST_CASE(
-    "SIGTERM while the subject runs: framework_timeout/124, a frame printed while stopping passes through") {
-    const marker trapped;
-    trial t(subject({}, "trap '\"$HELPER\" frame \"{\\\"partial\\\":1}\"; exit 0' TERM; " + trapped.touch() +
-                            "; while :; do sleep 0.05; done"));
-    const pid_t pgid = t.wait_running();
-    REQUIRE(trapped.appears()); // a SIGTERM before the trap would end it without a frame
-    t.signal(SIGTERM);
-    const auto o = t.finish();
-    CHECK(o.exit_code == relay::exit_cancelled);
-    const auto& executed = executed_of(o);
-    CHECK(executed.at("termination").as_string() == "framework_timeout");
-    CHECK(executed.at("exitCode").as_int64() == 124);
-    CHECK(executed.at("stdout").as_string() == "{\"partial\":1}");
-    CHECK(gone_soon(pgid));
-}
-
-TEST_CASE("SIGHUP while the subject runs is a cancellation as SIGTERM is: settled, reported, logged") {
-    const marker trapped;
-    trial t(subject({}, trapped.touch() + "; while :; do sleep 0.05; done"));
-    const pid_t pgid = t.wait_running();
-    REQUIRE(trapped.appears());
-    t.signal(SIGHUP);
-    const auto o = t.finish();
-    CHECK(o.exit_code == relay::exit_cancelled);
-    const auto& executed = executed_of(o);
-    CHECK(executed.at("termination").as_string() == "framework_timeout");
-    CHECK(executed.at("exitCode").as_int64() == 124);
-    CHECK(o.relay_log.find("signal=SIGHUP means=cancellation") != std::string::npos);
-    CHECK(gone_soon(pgid));
+// SIGHUP (a closed terminal, a supervisor's hang-up) is the same cancellation as SIGTERM.
+TEST_CASE("SIGTERM or SIGHUP while the subject runs is framework_timeout/124 with the frame printed while "
+          "stopping passed through and the signal logged") {
+    for (const auto& cancel : {std::pair{SIGTERM, "SIGTERM"}, std::pair{SIGHUP, "SIGHUP"}}) {
+        const int sig = cancel.first;
+        const std::string name = cancel.second;
+        CAPTURE(name);
+        const marker trapped;
+        trial t(subject({}, "trap '\"$HELPER\" frame \"{\\\"partial\\\":1}\"; exit 0' TERM; " +
+                                trapped.touch() + "; while :; do sleep 0.05; done"));
+        const pid_t pgid = t.wait_running();
+        REQUIRE(trapped.appears()); // a signal before the trap would end it without a frame
+        t.signal(sig);
+        const auto o = t.finish();
+        CHECK(o.exit_code == relay::exit_cancelled);
+        const auto& executed = executed_of(o);
+        CHECK(executed.at("termination").as_string() == "framework_timeout");
+        CHECK(executed.at("exitCode").as_int64() == 124);
+        CHECK(executed.at("stdout").as_string() == "{\"partial\":1}");
+        CHECK(o.relay_log.find("signal=" + name + " means=cancellation") != std::string::npos);
+        CHECK(gone_soon(pgid));
+    }
 }
 
 // SIGTERM to the relay (the framework's timeout), then the trial's end: within `limit`, as a framework
