@@ -15,9 +15,12 @@ namespace maka_eval::in_container {
 boost::system::result<artifact_store, std::string> artifact_store::open(const std::string& path,
                                                                         gid_t group) {
     const auto failed = [&path](int error) {
+        // A read-only root (docker run --read-only) is a setting the operator can change: say which.
         return path + ": " +
                (error == ELOOP || error == ENOTDIR ? "not a directory (a symbolic link?)"
-                                                   : std::strerror(error));
+                : error == EROFS ? std::string(std::strerror(error)) + " (give the container a writable " +
+                                       path + ": a volume or a tmpfs there)"
+                                 : std::strerror(error));
     };
     const int directory = open_directory_creating(path, 0700);
     if (directory < 0) {

@@ -4,6 +4,7 @@
 #include "in_container/io.hpp"
 #include "policy/capabilities.hpp"
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <grp.h>
@@ -12,12 +13,16 @@
 namespace maka_eval::in_container {
 namespace {
 
+// The helper's own /proc/self/status, for the capability sets and NoNewPrivs.
+std::string own_status() {
+    const auto read = read_file("/proc/self/status", 1 << 16);
+    return read ? *read : std::string();
+}
+
 // CAP_SETGID (6) and CAP_SETUID (7) in our effective set: a root without them cannot drop to another user.
 bool may_switch_identity() {
-    const auto read = read_file("/proc/self/status", 1 << 16);
-    const std::string status = read ? *read : std::string();
     // The same reading of the capability sets as the egress gate's.
-    for (const auto& [name, value] : policy::parse_status(status)) {
+    for (const auto& [name, value] : policy::parse_status(own_status())) {
         if (name == "CapEff") {
             constexpr std::uint64_t needed = (std::uint64_t{1} << 6U) | (std::uint64_t{1} << 7U);
             const auto effective = policy::parse_hex(value);
@@ -28,6 +33,24 @@ bool may_switch_identity() {
 }
 
 } // namespace
+
+std::string privilege_limits() {
+    if (::geteuid() != 0) {
+        return "the helper runs as uid " + std::to_string(::geteuid()) + ", not root";
+    }
+    if (may_switch_identity()) {
+        return {};
+    }
+    // no_new_privs keeps an exec as root from gaining capabilities at execve when the container's own
+    // process holds none (a non-root USER, or --cap-drop ALL): the usual hardening, so name it.
+    const bool no_new_privs = own_status().find("\nNoNewPrivs:\t1") != std::string::npos;
+    return std::string("root here lacks CAP_SETUID/CAP_SETGID (") +
+           (no_new_privs
+                ? "the container runs with no-new-privileges, so a root exec gains no capability its "
+                  "user lacks; or --cap-drop took them"
+                : "the container was started with --cap-drop") +
+           ")";
+}
 
 boost::system::result<policy::subject_identity, std::string> resolve_subject_user(const std::string& spec) {
     // A FROM-scratch image may have neither file: numeric ids still resolve, names do not.
@@ -44,8 +67,7 @@ boost::system::result<policy::subject_identity, std::string> resolve_subject_use
                identity.error().message();
     }
     if (::geteuid() == 0 && (identity->uid != 0 || identity->gid != ::getegid()) && !may_switch_identity()) {
-        return "root here lacks CAP_SETUID/CAP_SETGID (dropped capabilities?): cannot start the subject as " +
-               spec;
+        return privilege_limits() + ": cannot start the subject as " + spec;
     }
     if (::geteuid() != 0 && identity->uid != ::geteuid()) {
         return "the helper runs as uid " + std::to_string(::geteuid()) + " and cannot start the subject as " +
@@ -58,12 +80,25 @@ std::vector<gid_t> group_list(const policy::subject_identity& identity) {
     return {identity.groups.begin(), identity.groups.end()};
 }
 
-bool become(const policy::subject_identity& identity, const std::vector<gid_t>& groups) {
+bool become(const policy::subject_identity& identity, const std::vector<gid_t>& groups,
+            const char** failed_call) {
+    const auto failed = [&](const char* call) {
+        if (failed_call != nullptr) {
+            *failed_call = call;
+        }
+        return false;
+    };
     if (::geteuid() != 0) {
-        return identity.uid == ::geteuid(); // nothing to change, or nothing we may change
+        return identity.uid == ::geteuid() || failed("setuid"); // nothing to change, or nothing we may change
     }
-    return ::setgroups(groups.size(), groups.data()) == 0 && ::setgid(identity.gid) == 0 &&
-           ::setuid(identity.uid) == 0;
+    const bool already = identity.uid == ::geteuid() && identity.gid == ::getegid();
+    if (::setgroups(groups.size(), groups.data()) != 0 && !(already && errno == EPERM)) {
+        return failed("setgroups");
+    }
+    if (::setgid(identity.gid) != 0) {
+        return failed("setgid");
+    }
+    return ::setuid(identity.uid) == 0 || failed("setuid");
 }
 
 } // namespace maka_eval::in_container

@@ -21,8 +21,14 @@ namespace maka_eval::in_container {
 resolve_subject_user(const std::string& spec);
 
 // In a forked child only: setgroups, setgid, setuid (async-signal-safe; `groups` prepared before fork).
-// No-op when the identity is already ours. False with errno on failure.
-[[nodiscard]] bool become(const policy::subject_identity& identity, const std::vector<gid_t>& groups);
+// No-op when the identity is already ours; a root that already has the uid and gid but may not set groups
+// (no CAP_SETGID: --cap-drop ALL, or no-new-privileges in a container whose user is not root) keeps the
+// groups its exec gave it. False with errno on failure, and `failed_call` naming the call that failed.
+[[nodiscard]] bool become(const policy::subject_identity& identity, const std::vector<gid_t>& groups,
+                          const char** failed_call = nullptr);
+// Why this helper cannot switch identities, in words ("root here lacks CAP_SETUID/CAP_SETGID (…)"); empty
+// when it can.
+[[nodiscard]] std::string privilege_limits();
 [[nodiscard]] std::vector<gid_t> group_list(const policy::subject_identity& identity);
 
 } // namespace maka_eval::in_container

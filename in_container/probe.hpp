@@ -6,13 +6,18 @@
 #include "policy/user_spec.hpp"
 
 #include <optional>
+#include <string>
+
+#include <boost/system/result.hpp>
 
 namespace maka_eval::in_container {
 
 [[nodiscard]] contracts::hello_message probe_self();
 
 // The same evidence as the subject will see it: probed in a child that has taken on `identity` (its
-// capability sets are what the kernel leaves a process after that switch). `supervisor_uid` is ours.
-[[nodiscard]] std::optional<contracts::hello_message> probe_as(const policy::subject_identity& identity);
+// capability sets are what the kernel leaves a process after that switch). `supervisor_uid` is ours. The
+// error says which step failed and why ("setgroups: Operation not permitted").
+[[nodiscard]] boost::system::result<contracts::hello_message, std::string>
+probe_as(const policy::subject_identity& identity);
 
 } // namespace maka_eval::in_container

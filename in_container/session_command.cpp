@@ -115,10 +115,14 @@ int session_command(std::span<const std::string_view> args) {
         // The relay may then fall back to running the whole session as that user (same-uid mode).
         emit(contracts::error_message{contracts::helper_fault::identity_unavailable, identity.error()});
         return exit_failed;
-    } else if (!(hello = probe_as(*identity))) {
+    } else if (auto probed = probe_as(*identity); !probed) {
         emit(contracts::error_message{contracts::helper_fault::spawn_failed,
-                                      "cannot probe the environment as " + user});
+                                      "cannot take on the subject's identity " + user + " (uid " +
+                                          std::to_string(identity->uid) + "): " + probed.error() +
+                                          (privilege_limits().empty() ? "" : "; " + privilege_limits())});
         return exit_failed;
+    } else {
+        hello = std::move(*probed);
     }
     hello->heartbeat_ms = heartbeat_ms; // supervise() beats at this interval while the subject runs
     emit(*hello);

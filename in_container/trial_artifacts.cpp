@@ -8,9 +8,30 @@
 
 #include <cerrno>
 #include <cstring>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace maka_eval::in_container {
+namespace {
+
+// Why an earlier trial's artifact cannot be replaced, when that is the reason (a root subject's file in a
+// sticky directory, and this helper is not root): said, since "Operation not permitted" alone names nothing.
+std::string not_replaceable_because(const std::string& dir, const std::string& path, int error) {
+    struct stat file {};
+    struct stat directory {};
+    if ((error != EPERM && error != EACCES) || ::lstat(path.c_str(), &file) != 0 ||
+        ::stat(dir.c_str(), &directory) != 0 || file.st_uid == ::geteuid()) {
+        return {};
+    }
+    return " (an earlier trial's file, owned by uid " + std::to_string(file.st_uid) + "; " +
+           ((directory.st_mode & S_ISVTX) != 0
+                ? "the directory is sticky, so only its owner or root may replace it"
+                : "this helper runs as uid " + std::to_string(::geteuid())) +
+           ")";
+}
+
+} // namespace
+
 namespace {
 
 void close_fd(int& fd) {
@@ -47,7 +68,9 @@ boost::system::result<void, std::string> trial_artifacts::open(const std::string
           std::tuple{&usage_fd_, contracts::usage_artifact_name, std::size_t{4096}},
           std::tuple{&receipt_fd_, contracts::receipt_artifact_name, std::size_t{4096}}}) {
         if ((*fd = store_->create(name, reserve)) < 0) {
-            return dir + "/" + std::string(name) + ": " + std::strerror(errno);
+            const int error = errno;
+            const std::string path = dir + "/" + std::string(name);
+            return path + ": " + std::strerror(error) + not_replaceable_because(dir, path, error);
         }
     }
     return {};

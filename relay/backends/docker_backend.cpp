@@ -180,6 +180,7 @@ class docker_backend final : public backend {
                     // Root without the capabilities to switch users (--cap-drop ALL): the whole session then
                     // runs as the subject's user, as before — the relay logs that mode.
                     supervise_as_root_ = false;
+                    not_root_because_ = refused->message;
                     stream_install = false;
                     continue;
                 }
@@ -207,6 +208,8 @@ class docker_backend final : public backend {
         co_return relay_error{relay_errc::environment,
                               "maka-eval-helper did not start in container " + container_};
     }
+
+    [[nodiscard]] std::string not_root_because() const override { return not_root_because_; }
 
     asio::awaitable<boost::system::result<exec_output, relay_error>>
     run_helper_as_root(std::vector<std::string> args, std::chrono::milliseconds runs_for) override {
@@ -619,6 +622,7 @@ class docker_backend final : public backend {
     std::string subject_user_;                          // "" when the container runs as root
     std::string compose_project_;                       // the container's, for the policy sidecar
     bool supervise_as_root_ = true;
+    std::string not_root_because_; // the helper's refusal as root, when the session fell back to same-uid
     bool resolved_ = false;
     std::optional<std::pair<exec_spec, std::string>> created_; // the session exec resolve() created, its id
 };

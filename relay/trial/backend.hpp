@@ -87,6 +87,10 @@ class backend {
     // the silence, and before it destroys: a paused container is waited for, never destroyed for being
     // paused. nullopt: nothing outside explains it (or this backend cannot tell).
     virtual asio::awaitable<std::optional<outside_fault>> diagnose_outside() { co_return std::nullopt; }
+    // Why the helper supervises as the subject's own user rather than as root, when a root exec was tried
+    // and refused (docker: the container's capabilities or no-new-privileges); empty otherwise. Said in the
+    // log, and beside any failure that a root helper would not have had.
+    [[nodiscard]] virtual std::string not_root_because() const { return {}; }
     // Engine API calls made so far, where there is an engine (the benchmark reports it per trial).
     [[nodiscard]] virtual std::optional<unsigned> engine_calls() const { return std::nullopt; }
     // True for the local backend: the "environment" is this host, shared with everything else on it.

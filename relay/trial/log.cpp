@@ -17,6 +17,9 @@ void phase_log::emit(std::string_view name, std::string_view level, std::initial
     if (format_ == log_format::json) {
         boost::json::object o{{"level", level}, {"phase", name}, {"ms", ms}};
         for (const auto& [key, value] : fields) {
+            if (value.empty()) {
+                continue; // a field that does not apply to this trial
+            }
             // A count, a duration or an id is a number to whoever parses the log, not a string.
             std::int64_t number = 0;
             const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
@@ -32,6 +35,9 @@ void phase_log::emit(std::string_view name, std::string_view level, std::initial
     } else {
         line = "maka-eval-relay: " + std::string(name) + " (" + std::to_string(ms) + " ms)";
         for (const auto& [key, value] : fields) {
+            if (value.empty()) {
+                continue;
+            }
             line += " " + std::string(key) + "=" + value;
         }
     }

@@ -19,7 +19,8 @@ class phase_log {
   public:
     phase_log(log_format format, bool quiet) : format_(format), quiet_(quiet) {}
     using field = std::pair<std::string_view, std::string>;
-    // Logs `phase` with the time since the previous phase (or since start) and the given fields.
+    // Logs `phase` with the time since the previous phase (or since start) and the given fields; a field
+    // whose value is empty is left out (it does not apply to this trial).
     void phase(std::string_view name, std::initializer_list<field> fields = {});
     void error(std::string_view message);
 

@@ -367,10 +367,12 @@ asio::awaitable<trial_outcome> trial::prepare_and_run() {
                                                                             : "same-uid";
     heartbeat_ = milliseconds(hello->heartbeat_ms);
     root_helper_ = hello->supervisor_uid == 0;
+    // "notRootBecause": why a root supervisor was refused here (the container's capabilities), if it was.
     log_.phase("helper", {{"cwd", hello->cwd},
                           {"helper", hello->helper_version},
                           {"subjectUid", std::to_string(hello->uid)},
-                          {"supervisor", supervision}});
+                          {"supervisor", supervision},
+                          {"notRootBecause", env_.not_root_because()}});
 
     // 3. The egress gate, before `ready`: a refusal means the orchestrator never sees `ready`.
     if (config_.common.egress_required) {
@@ -568,7 +570,14 @@ asio::awaitable<trial_outcome> trial::supervise(const contracts::execute_request
             if (const auto* failed = std::get_if<contracts::error_message>(&e->message)) {
                 if (failed->code == contracts::helper_fault::artifacts_unavailable ||
                     failed->code == contracts::helper_fault::spawn_failed) {
-                    co_return outcome(exit_environment, failed->message);
+                    // A same-uid helper's failure may be one a root helper would not have had: say why it
+                    // was not root.
+                    const auto why = env_.not_root_because();
+                    co_return outcome(exit_environment,
+                                      failed->message + (why.empty() ? ""
+                                                                     : " (the helper ran as the subject's "
+                                                                       "user, not as root: " +
+                                                                           why + ")"));
                 }
                 log_.error("helper: " + failed->message);
                 continue;

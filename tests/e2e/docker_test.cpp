@@ -995,3 +995,101 @@ TEST_CASE("an unknown --user is refused in one line with the engine's own words"
     CHECK(o.relay_log.find("unable to find user ghost") != std::string::npos);
     CHECK(o.relay_log.find('\r') == std::string::npos);
 }
+
+// Hardened containers: the trial runs wherever the kernel allows it, and says in which mode; where it cannot,
+// one sentence names the missing capability, option or read-only path and what the operator can do.
+
+TEST_CASE(
+    "hardened: no-new-privileges with a non-root user runs same-uid and says why and --user 0 runs too") {
+    require_engine();
+    container c({"--security-opt", "no-new-privileges", "--user", "1000:1000"});
+    {
+        trial t(in_container({}, "id -u; \"$HELPER\" frame \"$(id -u)\""), c.relay_args());
+        const auto o = t.finish();
+        INFO(o.relay_log);
+        CHECK(o.exit_code == relay::exit_success);
+        CHECK(executed_of(o).at("stdout").as_string() == "1000");
+        CHECK(o.relay_log.find("supervisor=same-uid") != std::string::npos);
+        CHECK(
+            o.relay_log.find("notRootBecause=root here lacks CAP_SETUID/CAP_SETGID (the container runs with "
+                             "no-new-privileges") != std::string::npos);
+    }
+    // Root in an exec holds no capability here; as the subject's own identity it needs none.
+    trial t(in_container({}, "\"$HELPER\" frame \"$(id -u)\""), c.relay_args({"--user", "0"}));
+    const auto o = t.finish();
+    INFO(o.relay_log);
+    CHECK(o.exit_code == relay::exit_success);
+    CHECK(executed_of(o).at("stdout").as_string() == "0");
+    CHECK(o.relay_log.find("cannot probe") == std::string::npos);
+}
+
+TEST_CASE("hardened: --cap-drop ALL runs a root subject and a --user 1000 subject, and says which mode") {
+    require_engine();
+    container c({"--cap-drop", "ALL"});
+    {
+        trial t(in_container({}, "\"$HELPER\" frame \"$(id -u)\""), c.relay_args({"--user", "root"}));
+        const auto o = t.finish();
+        INFO(o.relay_log);
+        CHECK(o.exit_code == relay::exit_success);
+        CHECK(executed_of(o).at("stdout").as_string() == "0");
+        CHECK(o.relay_log.find("supervisor=root-subject") != std::string::npos);
+    }
+    // A fresh artifacts directory: the root subject's files are not the 1000 subject's to replace.
+    REQUIRE(c.exec("rm -f /logs/artifacts/*").exit_code == 0);
+    trial t(in_container({}, "\"$HELPER\" frame \"$(id -u)\""), c.relay_args({"--user", "1000"}));
+    const auto o = t.finish();
+    INFO(o.relay_log);
+    CHECK(o.exit_code == relay::exit_success);
+    CHECK(executed_of(o).at("stdout").as_string() == "1000");
+    CHECK(o.relay_log.find("notRootBecause=root here lacks CAP_SETUID/CAP_SETGID (the container was started "
+                           "with --cap-drop)") != std::string::npos);
+}
+
+TEST_CASE("hardened: a same-uid helper that cannot replace a root trial's artifacts says whose they are") {
+    require_engine();
+    container c({"--security-opt", "no-new-privileges", "--user", "1000:1000"});
+    {
+        trial t(in_container({}, "exit 0"), c.relay_args({"--user", "0"}));
+        CHECK(t.finish().exit_code == relay::exit_success);
+    }
+    trial t(in_container({}, "exit 0"), c.relay_args());
+    const auto o = t.finish();
+    INFO(o.relay_log);
+    CHECK(o.exit_code == relay::exit_environment);
+    CHECK(o.relay_log.find("an earlier trial's file, owned by uid 0; the directory is sticky") !=
+          std::string::npos);
+    CHECK(o.relay_log.find("(the helper ran as the subject's user, not as root: root here lacks") !=
+          std::string::npos);
+}
+
+TEST_CASE(
+    "hardened: a read-only root runs with a mounted helper and a tmpfs /logs, and names /logs without") {
+    require_engine();
+    const std::string mount = container_helper() + ":/maka-eval/maka-eval-helper:ro";
+    {
+        container c({"--read-only", "--tmpfs", "/tmp", "--tmpfs", "/logs:mode=1777", "-v", mount});
+        trial t(subject({}, "\"$HELPER\" frame ro", "/maka-eval/maka-eval-helper"),
+                c.relay_args({"--helper-in-container", "/maka-eval/maka-eval-helper"}));
+        const auto o = t.finish();
+        INFO(o.relay_log);
+        CHECK(o.exit_code == relay::exit_success);
+        CHECK(executed_of(o).at("stdout").as_string() == "ro");
+    }
+    {
+        container c({"--read-only", "-v", mount});
+        trial t(subject({}, "exit 0", "/maka-eval/maka-eval-helper"),
+                c.relay_args({"--helper-in-container", "/maka-eval/maka-eval-helper"}));
+        const auto o = t.finish();
+        INFO(o.relay_log);
+        CHECK(o.exit_code == relay::exit_environment);
+        CHECK(o.relay_log.find("/logs/artifacts: Read-only file system (give the container a writable "
+                               "/logs/artifacts") != std::string::npos);
+    }
+    // A tmpfs /tmp does not help the upload: Docker mounts it noexec. The message still says what does.
+    container c({"--read-only", "--tmpfs", "/tmp", "--tmpfs", "/logs:mode=1777"});
+    trial t(in_container({}, "exit 0"), c.relay_args());
+    const auto o = t.finish();
+    INFO(o.relay_log);
+    CHECK(o.exit_code == relay::exit_environment);
+    CHECK(o.relay_log.find("read-only root filesystem (HostConfig.ReadonlyRootfs") != std::string::npos);
+}
