@@ -7,6 +7,13 @@
 #                             from the main engine; and an `openssl s_server` presenting an expired certificate
 #                             (a handshake fails before any HTTP, so it stands in for an engine there)
 #   tls_engine.sh stop DIR    stops both and removes the engine's data and its bridge
+#   tls_engine.sh kill DIR    SIGKILL to dockerd (an engine that went down; its containerd goes with it): the
+#                             shims and the containers keep running, as they do when a real engine crashes. It
+#                             stays down (a dockerd started again would wait on a containerd that cannot
+#                             reclaim them); stop removes what is left
+#   tls_engine.sh status DIR  exit 0 when the engine answers
+# MAKA_EVAL_ENGINE_BRIDGE / MAKA_EVAL_ENGINE_BRIDGE_ADDRESS name another bridge, for a second engine of this
+# kind beside the first (the engine-fault tests' own, which they kill).
 # ctest runs these as the FIXTURES_SETUP/FIXTURES_CLEANUP of the TLS tests. Without MAKA_EVAL_E2E=1 (no engine
 # prepared for this run) it does nothing and the tests report themselves skipped.
 #
@@ -23,8 +30,9 @@ dir=${2:?usage: tls_engine.sh start|stop DIR}
 
 # Its own bridge: the engines share this network namespace, and a second dockerd given --bridge none deletes
 # the first one's docker0. Its address is from the benchmarking range (198.18.0.0/15), used by nothing real.
-bridge=maka-tls0
-bridge_address=198.18.213.1/24
+# The bridge is remembered in DIR at start, for the commands that follow (kill, revive, stop).
+bridge=${MAKA_EVAL_ENGINE_BRIDGE:-$(cat "$dir/bridge" 2>/dev/null || echo maka-tls0)}
+bridge_address=${MAKA_EVAL_ENGINE_BRIDGE_ADDRESS:-198.18.213.1/24}
 
 # alive PID: it exists and is not a zombie (on a machine whose PID 1 never reaps, an exited child of a
 # process that is gone stays a zombie for ever).
@@ -47,7 +55,54 @@ stop_pid() {
   kill -KILL "$1" 2>/dev/null || true
 }
 
+# launch_dockerd: this engine's dockerd in the background (port from DIR/port), and wait until it answers on its
+# unix socket; up=1 when it did.
+local_docker() { docker -H "unix://$dir/docker.sock" "$@"; }
+launch_dockerd() {
+  local port
+  port=$(cat "$dir/port")
+  dockerd --data-root "$dir/data" --exec-root "$dir/exec" --pidfile "$dir/dockerd.pid" \
+    --host "unix://$dir/docker.sock" --host "tcp://127.0.0.1:$port" --host "tcp://127.0.0.2:$port" \
+    --tlsverify --tlscacert "$dir/pki/ca.pem" --tlscert "$dir/pki/server.pem" --tlskey "$dir/pki/server-key.pem" \
+    --bridge "$bridge" --iptables=false --ip6tables=false >>"$dir/dockerd.log" 2>&1 &
+  up=0
+  for _ in $(seq 1 120); do
+    if local_docker version >/dev/null 2>&1; then up=1; break; fi
+    sleep 0.25
+  done
+}
+
+# kill_orphans: the containers of this engine that outlived its dockerd and containerd (a test killed it):
+# every process in the cgroup of a container whose shim names DIR, then the shim.
+kill_orphans() {
+  local shim id proc
+  for shim in $(pgrep -f "containerd-shim.*-address $dir/" || true); do
+    id=$(tr '\0' '\n' <"/proc/$shim/cmdline" 2>/dev/null | sed -n '/^-id$/{n;p}')
+    if [ -n "$id" ]; then
+      for proc in /proc/[0-9]*; do
+        grep -qF "$id" "$proc/cgroup" 2>/dev/null && kill -KILL "${proc#/proc/}" 2>/dev/null
+      done
+    fi
+    kill -KILL "$shim" 2>/dev/null || true
+  done
+}
+
+if [ "$command" = kill ]; then
+  pid=$(cat "$dir/dockerd.pid")
+  kill -KILL "$pid"
+  for _ in $(seq 1 80); do
+    alive "$pid" || { echo "tls engine: dockerd killed"; exit 0; }
+    sleep 0.05
+  done
+  echo "tls engine: dockerd $pid did not die" >&2
+  exit 1
+fi
+if [ "$command" = status ]; then
+  local_docker version >/dev/null 2>&1 # 0: the engine answers
+  exit
+fi
 if [ "$command" = stop ]; then
+  kill_orphans
   # dockerd's own containerd is waited for too: it may still write under the data root after dockerd exits.
   containerd=$(cat "$dir/exec/containerd/containerd.pid" 2>/dev/null || true)
   stop_pid "$(cat "$dir/s_server.pid" 2>/dev/null || true)"
@@ -110,22 +165,14 @@ free_port() {
 }
 port=$(free_port)
 echo "$port" >"$dir/port"
+echo "$bridge" >"$dir/bridge"
 
 # Its own bridge and no iptables rules (the main engine owns those); its own containerd comes with its exec
 # root.
 ip link add "$bridge" type bridge
 ip address add "$bridge_address" dev "$bridge"
 ip link set "$bridge" up
-dockerd --data-root "$dir/data" --exec-root "$dir/exec" --pidfile "$dir/dockerd.pid" \
-  --host "unix://$dir/docker.sock" --host "tcp://127.0.0.1:$port" --host "tcp://127.0.0.2:$port" \
-  --tlsverify --tlscacert "$dir/pki/ca.pem" --tlscert "$dir/pki/server.pem" --tlskey "$dir/pki/server-key.pem" \
-  --bridge "$bridge" --iptables=false --ip6tables=false >"$dir/dockerd.log" 2>&1 &
-local_docker() { docker -H "unix://$dir/docker.sock" "$@"; }
-up=0
-for _ in $(seq 1 120); do
-  if local_docker version >/dev/null 2>&1; then up=1; break; fi
-  sleep 0.25
-done
+launch_dockerd
 if [ "$up" != 1 ]; then
   echo "tls engine: dockerd did not come up; its log:" >&2
   tail -30 "$dir/dockerd.log" >&2
