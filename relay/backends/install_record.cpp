@@ -50,9 +50,10 @@ int open_private(const std::string& path, std::string& why) {
               (parent_ours ? " and open to others" : ", not by us") + " (its owner could swap what is in it)";
         return -1;
     }
-    (void)::mkdirat(parent_fd, name.c_str(), 0700);
+    const int made_error = ::mkdirat(parent_fd, name.c_str(), 0700) == 0 ? 0 : errno;
     const int fd = open_directory(parent_fd, name);
-    const int error = errno;
+    // A directory that could not be made (a full /tmp: ENOSPC) is missing: its cause is the mkdir's.
+    const int error = errno == ENOENT && made_error != 0 && made_error != EEXIST ? made_error : errno;
     ::close(parent_fd);
     if (fd < 0) {
         why = path + ": " +

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -126,6 +127,22 @@ TEST_CASE("a parent directory of another user's is not used, and the reason is k
     CHECK_FALSE(record.contains("abc", "h"));
     CHECK_FALSE(fs::exists(dir.path / "theirs" / "maka-eval-relay"));
     CHECK(record.unused_because().find("is owned by uid 1000, not by us") != std::string::npos);
+}
+
+TEST_CASE("a record directory that cannot be made on a full file system says so, not that it is missing") {
+    INFO("needs root, to mount a file system of its own (the test command runs as root)");
+    REQUIRE(::geteuid() == 0);
+    scratch_dir dir;
+    const auto full = dir.path / "full";
+    fs::create_directories(full);
+    // Two inodes: the root directory and one file, so that no directory can be made in it.
+    REQUIRE(::mount("tmpfs", full.c_str(), "tmpfs", 0, "size=64k,nr_inodes=2,mode=1777") == 0);
+    std::ofstream(full / "filler") << "x";
+    const install_record record((full / "maka-eval-relay").string());
+    record.add("abc", "h");
+    CHECK_FALSE(record.contains("abc", "h"));
+    CHECK(record.unused_because().find("maka-eval-relay: No space left on device") != std::string::npos);
+    CHECK(::umount2(full.c_str(), MNT_DETACH) == 0);
 }
 
 } // namespace
