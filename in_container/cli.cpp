@@ -19,12 +19,18 @@ constexpr std::string_view usage = R"(usage: maka-eval-helper COMMAND [OPTIONS]
 The in-container side of maka-eval-relay: a static supervisor that needs nothing from the image.
 
 commands:
-  session [--user U] [--heartbeat-ms N] relay session: NDJSON requests on stdin, reports on stdout;
+  session [--user U] [--heartbeat-ms N] [--keep-leftovers]
+                                        relay session: NDJSON requests on stdin, reports on stdout;
                                         as root, the subject runs as U (docker exec -u syntax); a
-                                        heartbeat every N ms while it runs (2000, as `hello` says)
+                                        heartbeat every N ms while it runs (2000, as `hello` says);
+                                        what earlier trials left running is stopped before `hello`
+                                        unless --keep-leftovers
   run --request FILE                    one supervised run from a 0600 request file (read, then unlinked)
-  cancel --scope FILE [--grace-ms N]    have the supervisor of a scope settle it; exit 0 settled,
-                                        3 not running, 1 not settled in time
+  cancel --scope FILE [--grace-ms N] [--run-request PATH]
+                                        have the supervisor of a scope settle it; exit 0 settled,
+                                        3 not running, 1 not settled in time; with --run-request,
+                                        the bridge's supervisor is found by its command line
+                                        (`run --request PATH`), which no subject can rewrite
   adopt --request FILE --uid U --gid G  (as root) give a root-uploaded 0600 request file to the
                                         subject's user, so `run` can read it
   install --from F --size N --directory D --name H [-- COMMAND...]

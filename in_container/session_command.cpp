@@ -9,6 +9,7 @@
 #include "in_container/io.hpp"
 #include "in_container/line_reader.hpp"
 #include "in_container/probe.hpp"
+#include "in_container/root_state.hpp"
 #include "in_container/signals.hpp"
 #include "in_container/supervisor.hpp"
 #include "in_container/text_fields.hpp"
@@ -18,6 +19,7 @@
 #include <cstring>
 #include <optional>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 namespace maka_eval::in_container {
@@ -86,20 +88,34 @@ int session_command(std::span<const std::string_view> args) {
     // The interval is the relay's to rely on (three missed beats: a stopped supervisor); tests and people
     // watching by hand may shorten it. `hello` says which one is in force.
     std::uint32_t heartbeat_ms = contracts::session_heartbeat_ms;
-    for (std::size_t i = 0; i < args.size(); i += 2) {
+    bool keep_leftovers = false;
+    for (std::size_t i = 0, used = 2; i < args.size(); i += used, used = 2) {
         const std::string_view value = i + 1 < args.size() ? args[i + 1] : std::string_view();
         bool understood = false;
         if (!value.empty() && args[i] == "--user") {
             user = value;
             understood = true;
+        } else if (args[i] == "--keep-leftovers") {
+            keep_leftovers = understood = true;
+            used = 1; // a flag: no value
         } else if (!value.empty() && args[i] == "--heartbeat-ms") {
             understood = parse_number(value, heartbeat_ms) && heartbeat_ms >= 50 && heartbeat_ms <= 60000;
         }
         if (!understood) {
             log_line(
-                "usage: maka-eval-helper session [--user USER[:GROUP]] [--heartbeat-ms 50..60000]   (NDJSON "
-                "on stdin/stdout)");
+                "usage: maka-eval-helper session [--user USER[:GROUP]] [--heartbeat-ms 50..60000] "
+                "[--keep-leftovers]   (NDJSON on stdin/stdout)");
             return exit_usage;
+        }
+    }
+    // Nothing secret has arrived yet, and nothing may read it but us: not dumpable, so that opening our
+    // descriptors through /proc (our stdin, where `run` arrives) needs CAP_SYS_PTRACE, which Docker's default
+    // set does not give a root process in the container. Then what an earlier trial's subject left running
+    // is stopped (confirmed gone, not only signalled) before `hello` tells the relay it may send `run`.
+    (void)::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    if (!keep_leftovers && ::geteuid() == 0) {
+        if (const auto state = root_state_directory()) {
+            (void)stop_leftovers(*state);
         }
     }
     const int signal_fd = take_signals();

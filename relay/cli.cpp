@@ -60,7 +60,7 @@ int usage_failure(const std::string& message) {
 // Runs the trial (and, for `run`, the loopback orchestrator beside it) to the end.
 trial_outcome drive(boost::asio::io_context& context, const trial_config& config, backend& env,
                     phase_log& log) {
-    trial_outcome result{exit_internal, {}, std::nullopt, {}};
+    trial_outcome result{exit_internal, {}, std::nullopt, {}, {}};
     boost::asio::co_spawn(context, run_trial(config, env, log),
                           [&](const std::exception_ptr& error, trial_outcome outcome) {
                               // Nothing may keep the relay past the trial (and its teardown budget).
@@ -245,6 +245,9 @@ int run_command(std::span<const std::string_view> args) {
         }
         if (!outcome.stderr_tail.empty()) {
             out["stderrTail"] = outcome.stderr_tail;
+        }
+        if (!outcome.trusted_reuse.empty()) {
+            out["trustedReusedContainer"] = outcome.trusted_reuse; // --trust-reused-container took effect
         }
         std::cout << contracts::to_wire(out) << "\n";
         return final_code();

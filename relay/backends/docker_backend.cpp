@@ -8,11 +8,13 @@
 #include "relay/backends/helper_binary.hpp"
 #include "relay/backends/install_record.hpp"
 #include "relay/backends/installed_helper.hpp"
+#include "relay/backends/session_reader.hpp"
 #include "relay/engine/docker_api.hpp"
 #include "relay/engine/tar_archive.hpp"
 
 #include <algorithm>
 #include <cstdlib>
+#include <ctime>
 #include <unistd.h>
 
 #include <boost/asio/as_tuple.hpp>
@@ -24,6 +26,16 @@
 
 namespace maka_eval::relay {
 namespace {
+
+// Now, as an ISO 8601 UTC time to the second: when a root subject took a container, for the message that
+// names that trial later.
+std::string utc_now() {
+    const std::time_t now = std::time(nullptr);
+    std::tm parts{};
+    (void)::gmtime_r(&now, &parts);
+    char text[32];
+    return std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts) > 0 ? std::string(text) : "?";
+}
 
 using asio::as_tuple;
 using asio::use_awaitable;
@@ -171,7 +183,10 @@ class docker_backend final : public backend {
             if (answered && (installed || streaming)) {
                 installs_.add(container_id_, helper_name_); // the helper went in: a trial runs here
             }
-            if (hello && std::holds_alternative<contracts::hello_message>(*hello)) {
+            if (const auto* said = hello ? std::get_if<contracts::hello_message>(&*hello) : nullptr) {
+                if (auto refused = reader_refused(*said)) {
+                    co_return *refused; // the stream goes with this scope: the helper sees EOF and exits
+                }
                 co_return std::unique_ptr<helper_session>(
                     std::make_unique<docker_session>(std::move(*stream), std::move(*first)));
             }
@@ -210,6 +225,10 @@ class docker_backend final : public backend {
     }
 
     [[nodiscard]] std::string not_root_because() const override { return not_root_because_; }
+    [[nodiscard]] std::string earlier_owner() const override { return earlier_owner_; }
+    void mark_owned_by_subject(const std::string& why) override {
+        installs_.mark_root_trial(container_id_, utc_now() + ", " + why);
+    }
 
     asio::awaitable<boost::system::result<exec_output, relay_error>>
     run_helper_as_root(std::vector<std::string> args, std::chrono::milliseconds runs_for) override {
@@ -418,6 +437,7 @@ class docker_backend final : public backend {
                                                                (facts->paused ? "paused" : "not running")};
         }
         container_id_ = facts->id;
+        container_pid_ = facts->pid;
         started_at_ = facts->started_at; // a restart from outside changes it
         readonly_rootfs_ = facts->readonly_rootfs;
         subject_user_ = options_.user.empty() ? facts->user : options_.user;
@@ -448,8 +468,48 @@ class docker_backend final : public backend {
             }
             installed_ = found ? *found : co_await installed_helper();
         }
+        if (auto root = installs_.root_trial(container_id_)) {
+            earlier_owner_ = "owned by a root subject since an earlier trial (" + *root + ")";
+        } else if (options_.helper_in_container.empty() && installed_ != installed_copy::absent &&
+                   !installs_.knows(container_id_)) {
+            // A helper of ours is there, but no record of who ran: another host's relay, another user's,
+            // or a record pruned. What ran is unknown, so it counts as a root subject's.
+            earlier_owner_ = "used by an earlier trial this host has no record of (a maka-eval-helper is "
+                             "already in it), so whether its subject ran as root is unknown";
+        }
         resolved_ = true;
         co_return boost::system::result<void, relay_error>{};
+    }
+
+    // Before anything secret is sent: the session's reader established from this host (session_reader.hpp).
+    // Only a root helper's session is checked (a same-uid one is within the subject's reach by design).
+    // Where the container's processes cannot be seen from here (a remote engine), the record of root
+    // subjects is what stands (earlier_owner()), and the log says that the reader was not checked.
+    std::optional<relay_error> reader_refused(const contracts::hello_message& hello) {
+        if (!supervise_as_root_ || !options_.helper_in_container.empty()) {
+            return std::nullopt;
+        }
+        const auto reader = check_session_reader(container_pid_, container_id_, hello.pid, helper_on_host_);
+        switch (reader.verdict) {
+        case reader_verdict::ours_alone:
+            return std::nullopt;
+        case reader_verdict::unreachable:
+            if (!reader_unchecked_said_) {
+                reader_unchecked_said_ = true;
+                const std::string line = "maka-eval-relay: the helper session's reader in container " +
+                                         container_ + " cannot be checked from this host (a remote engine?): "
+                                         "credentials rely on the record of root subjects alone\n";
+                (void)::write(STDERR_FILENO, line.data(), line.size());
+            }
+            return std::nullopt;
+        case reader_verdict::not_ours:
+        case reader_verdict::shared:
+            break;
+        }
+        return relay_error{relay_errc::environment,
+                           "nothing was sent into container " + container_ + ": " + reader.detail +
+                               ", so another program than this build's helper could read the trial's "
+                               "credentials (left by an earlier trial's root subject?); use a fresh container"};
     }
 
     // The session's exec: the helper at its path, or `cmd` (the install that becomes it). A root supervisor;
@@ -459,6 +519,9 @@ class docker_backend final : public backend {
         std::vector<std::string> args{"session"};
         if (supervise_as_root_ && !subject_user_.empty()) {
             args.insert(args.end(), {"--user", subject_user_});
+        }
+        if (options_.keep_leftovers) {
+            args.emplace_back("--keep-leftovers");
         }
         if (cmd.empty()) {
             cmd.push_back(helper_in_container_);
@@ -623,6 +686,9 @@ class docker_backend final : public backend {
     std::string compose_project_;                       // the container's, for the policy sidecar
     bool supervise_as_root_ = true;
     std::string not_root_because_; // the helper's refusal as root, when the session fell back to same-uid
+    std::string earlier_owner_;    // whose the container is since an earlier trial (earlier_owner())
+    long container_pid_ = 0;       // State.Pid: the container's first process, on the engine's host
+    bool reader_unchecked_said_ = false;
     bool resolved_ = false;
     std::optional<std::pair<exec_spec, std::string>> created_; // the session exec resolve() created, its id
 };

@@ -186,6 +186,51 @@ void install_record::add(std::string_view container_id, std::string_view helper)
     }
 }
 
+namespace {
+
+// In a container's directory; not a plain name, so never taken for a helper's entry.
+constexpr const char* root_trial_entry = ".root-trial";
+
+} // namespace
+
+void install_record::mark_root_trial(std::string_view container_id, std::string_view description) const {
+    if (directory_ < 0 || !plain_name(container_id)) {
+        return;
+    }
+    const std::string id(container_id);
+    (void)::mkdirat(directory_, id.c_str(), 0700);
+    const posix::unique_fd entry(open_directory(directory_, id));
+    if (!entry) {
+        return;
+    }
+    // O_EXCL: the first root trial is the one to name; a later one changes nothing about whose it is.
+    const posix::unique_fd out(
+        posix::open_retry(root_trial_entry, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600, entry.get()));
+    if (out) {
+        (void)posix::write_all(out.get(), std::string(description) + "\n");
+    }
+}
+
+std::optional<std::string> install_record::root_trial(std::string_view container_id) const {
+    if (directory_ < 0 || !plain_name(container_id)) {
+        return std::nullopt;
+    }
+    const posix::unique_fd entry(open_directory(directory_, std::string(container_id)));
+    if (!entry) {
+        return std::nullopt;
+    }
+    const posix::unique_fd in(
+        posix::open_retry(root_trial_entry, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0, entry.get()));
+    auto text = in ? posix::read_all(in.get(), 4096) : boost::system::result<std::string>(std::string());
+    if (!in || !text) {
+        return std::nullopt;
+    }
+    while (!text->empty() && text->back() == '\n') {
+        text->pop_back();
+    }
+    return text->empty() ? std::string("a root subject's trial") : *text;
+}
+
 void install_record::forget(std::string_view container_id) const {
     if (directory_ >= 0 && plain_name(container_id)) {
         remove_container_entry(directory_, std::string(container_id));

@@ -41,6 +41,12 @@ class install_record {
     // changed the shell the cold install would run).
     [[nodiscard]] bool knows(std::string_view container_id) const;
     void add(std::string_view container_id, std::string_view helper) const;
+    // A subject ran as root there (or with capabilities): from then on the container is that subject's, and
+    // what it left may read a later trial's secrets (docs/security.md). `description` says which trial
+    // ("2026-12-05T19:40:02Z, subject uid 0"); the first one is kept.
+    void mark_root_trial(std::string_view container_id, std::string_view description) const;
+    // That trial's description, if one was recorded.
+    [[nodiscard]] std::optional<std::string> root_trial(std::string_view container_id) const;
     // The container is gone (destroyed by us): its entries go too.
     void forget(std::string_view container_id) const;
 

@@ -132,7 +132,8 @@ class local_backend final : public backend {
     open_session() override {
         try {
             // As root with --user: a root supervisor and the subject as that user, as in a container.
-            std::vector<std::string> args{"session"};
+            // On this host nothing an earlier run left is ours to stop (the trial says so in `run` too).
+            std::vector<std::string> args{"session", "--keep-leftovers"};
             if (!user_.empty()) {
                 args.insert(args.end(), {"--user", user_});
             }

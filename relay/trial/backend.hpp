@@ -91,6 +91,12 @@ class backend {
     // and refused (docker: the container's capabilities or no-new-privileges); empty otherwise. Said in the
     // log, and beside any failure that a root helper would not have had.
     [[nodiscard]] virtual std::string not_root_because() const { return {}; }
+    // Whose the environment is, for a trial that brings secrets: which earlier trial's subject ran as root
+    // there ("owned by a root subject (…)"), or that an earlier trial ran there that this host has no record
+    // of; empty when neither is known (a fresh container, or one only non-root subjects used).
+    [[nodiscard]] virtual std::string earlier_owner() const { return {}; }
+    // This trial's subject will run as root or with capabilities (`why`): from now on the environment is its.
+    virtual void mark_owned_by_subject(const std::string& why) { (void)why; }
     // Engine API calls made so far, where there is an engine (the benchmark reports it per trial).
     [[nodiscard]] virtual std::optional<unsigned> engine_calls() const { return std::nullopt; }
     // True for the local backend: the "environment" is this host, shared with everything else on it.

@@ -74,6 +74,8 @@ options (both modes):
   --artifact-limit BYTES    keep at most BYTES of each of the subject's stdout/stderr artifacts on disk
                             (1073741824); sizes and digests still cover everything it wrote
   --keep-leftovers          do not stop processes an earlier trial's subject left in the environment
+  --trust-reused-container  docker: send credentials into a container an earlier root subject owned (or whose
+                            earlier trials this host has no record of); without it they are refused there
   --task-env-fd N           the task's environment ({"NAME":"VALUE",…}, JSON) on inherited fd N, read to EOF:
                             given to the subject under what `execute` sets (never on a command line)
   --log-format text|json    one line per phase on stderr (text)
@@ -218,6 +220,8 @@ boost::system::result<bool, relay_error> common_option(std::span<const std::stri
         out.quiet = true;
     } else if (name == "--keep-leftovers") {
         out.keep_leftovers = true;
+    } else if (name == "--trust-reused-container") {
+        out.trust_reused_container = true;
     } else if (name == "--bridge-switches-user") {
         out.bridge_switches_user = true;
     } else if (name == "--bridge-fresh") {

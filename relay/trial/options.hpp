@@ -54,6 +54,9 @@ struct common_options {
     std::string user;                       // docker, local as root: the subject's user (docker exec -u)
     std::uint64_t artifact_limit = contracts::default_artifact_limit_bytes; // per artifact, on disk
     bool keep_leftovers = false; // do not stop what earlier trials' subjects left running
+    // Credentials may go into a container an earlier root subject owned (docs/security.md says what that
+    // gives up); the log and the JSON object say so.
+    bool trust_reused_container = false;
     // --mask NAME: variables whose values are masked out of the subject's output like credentials' values.
     std::vector<std::string> mask;
     // The task's own environment (Harbor's _persistent_env), from --task-env-fd: under `execute`'s.

@@ -37,6 +37,21 @@
 namespace maka_eval::relay {
 namespace {
 
+// Why a subject described by `hello` will own its environment: root, or a non-root uid holding
+// capabilities (it can change what root's next session runs). Empty when neither.
+std::string owning_power(const contracts::hello_message& hello) {
+    if (hello.uid == 0) {
+        return "subject uid 0";
+    }
+    for (const auto& [name, value] : hello.capabilities) {
+        const auto set = policy::parse_hex(value);
+        if ((name == "CapEff" || name == "CapPrm" || name == "CapAmb") && set && *set != 0) {
+            return "subject uid " + std::to_string(hello.uid) + " with capabilities (" + name + " " + value + ")";
+        }
+    }
+    return {};
+}
+
 using asio::as_tuple;
 using asio::use_awaitable;
 using asio::ip::tcp;
@@ -149,7 +164,7 @@ class trial : public std::enable_shared_from_this<trial> {
     }
 
     static trial_outcome outcome(int code, std::string message = {}) {
-        return {code, std::move(message), std::nullopt, {}};
+        return {code, std::move(message), std::nullopt, {}, {}};
     }
     trial_outcome cancelled_before_start(int signal) {
         return outcome(signal == SIGINT ? exit_host_teardown : exit_cancelled,
@@ -176,8 +191,11 @@ class trial : public std::enable_shared_from_this<trial> {
     clock_type::time_point last_heard_ = clock_type::now();
     bool host_teardown_ = false;
     bool root_helper_ = false;
-    milliseconds term_grace_{0}; // as fitted into the budget and sent in `run` // it stages the artifacts and
-                                 // publishes them at the end (artifact_store.hpp)
+    milliseconds term_grace_{0}; // as fitted into the budget and sent in `run`
+    // Why this trial's subject will own the environment (it runs as root or with capabilities: hello says
+    // so); empty when it will not. Recorded by the backend before `run` is sent.
+    std::string subject_owns_because_;
+    std::string trusted_reuse_; // the earlier owner the operator accepted (--trust-reused-container)
     bool executed_sent_ = false;
     // One deadline for the whole teardown: settle, recovery and destroy share it (teardown_budget.hpp).
     teardown_deadline teardown_;
@@ -277,6 +295,7 @@ asio::awaitable<trial_outcome> trial::run() {
     auto result = co_await prepare_and_run();
     result.usage = usage_;
     result.stderr_tail = stderr_tail_;
+    result.trusted_reuse = trusted_reuse_;
     finish();
     if (config_.follow != nullptr) {
         config_.follow->finish();
@@ -367,6 +386,7 @@ asio::awaitable<trial_outcome> trial::prepare_and_run() {
                                                                             : "same-uid";
     heartbeat_ = milliseconds(hello->heartbeat_ms);
     root_helper_ = hello->supervisor_uid == 0;
+    subject_owns_because_ = owning_power(*hello);
     // "notRootBecause": why a root supervisor was refused here (the container's capabilities), if it was.
     log_.phase("helper", {{"cwd", hello->cwd},
                           {"helper", hello->helper_version},
@@ -473,6 +493,22 @@ asio::awaitable<trial_outcome> trial::gate(const contracts::hello_message& hello
 }
 
 asio::awaitable<trial_outcome> trial::supervise(const contracts::execute_request& request) {
+    // A reused environment an earlier subject owned (root there, or no record of who ran there): what it
+    // left may read whatever this trial sends, so no secret goes in unless the operator accepted that.
+    const bool secrets = !request.credentials.empty() || !config_.common.task_environment.empty();
+    if (const auto owner = env_.earlier_owner(); secrets && !owner.empty()) {
+        if (!config_.common.trust_reused_container) {
+            co_return outcome(exit_refused,
+                              "this trial's credentials were not sent: the environment was " + owner +
+                                  ", and what that subject left there could read them; use a fresh container, "
+                                  "or pass --trust-reused-container to accept that");
+        }
+        trusted_reuse_ = owner;
+        log_.phase("trusted", {{"reusedContainer", owner}});
+    }
+    if (!subject_owns_because_.empty()) {
+        env_.mark_owned_by_subject(subject_owns_because_); // before `run`: the subject may never end cleanly
+    }
     contracts::run_request run;
     run.argv = request.argv;
     // The task's environment first, as Harbor's _merge_env does: what `execute` sets (its environment and

@@ -33,6 +33,7 @@ struct trial_outcome {
     // What the subject consumed, when the helper reported it (never sent to the orchestrator).
     std::optional<contracts::subject_usage> usage;
     std::string stderr_tail; // the end of the subject's stderr, when the helper reported it (for `run`)
+    std::string trusted_reuse; // the earlier owner of the environment the operator accepted, if any
 };
 
 // Runs the trial; never throws for expected failures (they become the outcome).

@@ -103,16 +103,29 @@ void replaced_helper_never_runs(const std::vector<std::string>& relay_env, int c
     const std::string canary = "canary-replaced-" + std::to_string(::getpid());
     auto orchestrator_env = base_env();
     orchestrator_env.push_back("API_KEY=" + canary);
+    // Accepted (the container is the root subject's now): the forged helper still never runs, and the
+    // credential stays unread.
     trial next(in_container({"--credential", "API_KEY"}, "echo ran; \"$HELPER\" frame '{\"genuine\":true}'"),
-               c.relay_args(), relay_env, orchestrator_env);
+               c.relay_args({"--trust-reused-container"}), relay_env, orchestrator_env);
     const auto o = next.finish();
     INFO(o.relay_log);
     CHECK(o.exit_code == relay::exit_success);
+    CHECK(o.relay_log.find("trusted (") != std::string::npos);
     CHECK(executed_of(o).at("stdout").as_string() == "{\"genuine\":true}");
     CHECK(o.relay_log.find("is not this build's since an earlier trial: put in again through the engine") !=
           std::string::npos);
     CHECK(engine_calls(o.relay_log) == calls_after);
     CHECK(c.exec("test -e /tmp/captured").exit_code != 0);
+    {
+        // Not accepted: the credential is refused there, before anything is sent.
+        trial refused(in_container({"--credential", "API_KEY"}, "echo ran"), c.relay_args(), relay_env,
+                      orchestrator_env);
+        const auto r = refused.finish();
+        INFO(r.relay_log);
+        CHECK(r.exit_code == relay::exit_refused);
+        CHECK(r.relay_log.find("this trial's credentials were not sent: the environment was owned by a root "
+                               "subject since an earlier trial (") != std::string::npos);
+    }
     // What is installed again is this build's helper, byte for byte.
     std::ifstream in(container_helper(), std::ios::binary);
     const std::string genuine{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
