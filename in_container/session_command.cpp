@@ -19,7 +19,6 @@
 #include <cstring>
 #include <optional>
 #include <poll.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 namespace maka_eval::in_container {
@@ -102,17 +101,15 @@ int session_command(std::span<const std::string_view> args) {
             understood = parse_number(value, heartbeat_ms) && heartbeat_ms >= 50 && heartbeat_ms <= 60000;
         }
         if (!understood) {
-            log_line(
-                "usage: maka-eval-helper session [--user USER[:GROUP]] [--heartbeat-ms 50..60000] "
-                "[--keep-leftovers]   (NDJSON on stdin/stdout)");
+            log_line("usage: maka-eval-helper session [--user USER[:GROUP]] [--heartbeat-ms 50..60000] "
+                     "[--keep-leftovers]   (NDJSON on stdin/stdout)");
             return exit_usage;
         }
     }
-    // Nothing secret has arrived yet, and nothing may read it but us: not dumpable, so that opening our
-    // descriptors through /proc (our stdin, where `run` arrives) needs CAP_SYS_PTRACE, which Docker's default
-    // set does not give a root process in the container. Then what an earlier trial's subject left running
-    // is stopped (confirmed gone, not only signalled) before `hello` tells the relay it may send `run`.
-    (void)::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    // What an earlier trial's subject left running is stopped (confirmed gone, not only signalled) before
+    // `hello` tells the relay it may send `run`. (main() made us non-dumpable before anything else: opening
+    // our stdin through /proc then needs CAP_SYS_PTRACE, which Docker does not give a root process by
+    // default; the relay checks from the host that nobody opened it before.)
     if (!keep_leftovers && ::geteuid() == 0) {
         if (const auto state = root_state_directory()) {
             (void)stop_leftovers(*state);

@@ -497,7 +497,8 @@ class docker_backend final : public backend {
             if (!reader_unchecked_said_) {
                 reader_unchecked_said_ = true;
                 const std::string line = "maka-eval-relay: the helper session's reader in container " +
-                                         container_ + " cannot be checked from this host (a remote engine?): "
+                                         container_ +
+                                         " cannot be checked from this host (a remote engine?): "
                                          "credentials rely on the record of root subjects alone\n";
                 (void)::write(STDERR_FILENO, line.data(), line.size());
             }
@@ -506,10 +507,11 @@ class docker_backend final : public backend {
         case reader_verdict::shared:
             break;
         }
-        return relay_error{relay_errc::environment,
-                           "nothing was sent into container " + container_ + ": " + reader.detail +
-                               ", so another program than this build's helper could read the trial's "
-                               "credentials (left by an earlier trial's root subject?); use a fresh container"};
+        return relay_error{
+            relay_errc::environment,
+            "nothing was sent into container " + container_ + ": " + reader.detail +
+                ", so another program than this build's helper could read the trial's "
+                "credentials (left by an earlier trial's root subject?); use a fresh container"};
     }
 
     // The session's exec: the helper at its path, or `cmd` (the install that becomes it). A root supervisor;

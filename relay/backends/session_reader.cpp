@@ -59,7 +59,21 @@ std::optional<long> inner_pid(long pid) {
     long value = 0;
     const auto [stop, error] = std::from_chars(field.data(), field.data() + field.size(), value);
     return error == std::errc() && stop == field.data() + field.size() ? std::optional<long>(value)
-                                                                     : std::nullopt;
+                                                                       : std::nullopt;
+}
+
+// TracerPid from /proc/PID/status (0: not traced).
+std::optional<long> traced_by(long pid) {
+    const auto status = posix::read_file("/proc/" + std::to_string(pid) + "/status", 1U << 16U);
+    const auto at = status ? status->find("\nTracerPid:") : std::string::npos;
+    if (at == std::string::npos) {
+        return std::nullopt;
+    }
+    const auto begin = status->find_first_not_of(" \t", at + 11);
+    const auto end = status->find('\n', begin);
+    long value = 0;
+    const auto [stop, error] = std::from_chars(status->data() + begin, status->data() + end, value);
+    return error == std::errc() && stop == status->data() + end ? std::optional<long>(value) : std::nullopt;
 }
 
 std::string command_of(long pid) {
@@ -134,6 +148,13 @@ session_reader check_session_reader(long container_pid, std::string_view contain
     if (!helper) {
         return {reader_verdict::not_ours, "no process with pid " + std::to_string(helper_pid) +
                                               " (the one that said hello) runs in the container"};
+    }
+    // A tracer reads the helper's memory whatever its dumpable flag says (a forged shell's child that asked
+    // to be traced, PTRACE_TRACEME, before it executed the genuine helper).
+    if (const auto tracer = traced_by(*helper); !tracer || *tracer != 0) {
+        return {reader_verdict::not_ours,
+                "the helper (pid " + std::to_string(helper_pid) + " in the container) is traced by " +
+                    (tracer ? "process " + std::to_string(*tracer) + " of this host" : std::string("?"))};
     }
     if (!runs_genuine(*helper, genuine_path)) {
         return {reader_verdict::not_ours, "the process that said hello (pid " + std::to_string(helper_pid) +

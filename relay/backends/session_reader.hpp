@@ -6,7 +6,8 @@
 // left a process that opened the helper's stdin through /proc. The host's /proc cannot be forged from
 // inside: every process in the container's PID namespace is found there, the one the helper's `hello` names
 // (its pid in that namespace, NSpid) must run this build's bytes (/proc/PID/exe compared with the genuine
-// file), and no other process of the container may hold the pipe that is its stdin. Once this holds, the
+// file), be traced by nobody (TracerPid), and no other process of the container may hold the pipe that is its
+// stdin. Once this holds, the
 // helper (which made itself non-dumpable before `hello`) cannot have its stdin opened by a root process
 // without CAP_SYS_PTRACE, which Docker does not grant by default.
 //
@@ -22,7 +23,7 @@ namespace maka_eval::relay {
 
 enum class reader_verdict {
     ours_alone,  // this build's helper, and no other process of the container holds its stdin
-    not_ours,    // the process that says hello runs other bytes (a forged helper, a shell)
+    not_ours,    // the process that says hello runs other bytes (a forged helper, a shell), or is traced
     shared,      // another process of the container holds the helper's stdin
     unreachable, // the container's processes cannot be seen from here
 };

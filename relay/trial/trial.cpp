@@ -46,7 +46,8 @@ std::string owning_power(const contracts::hello_message& hello) {
     for (const auto& [name, value] : hello.capabilities) {
         const auto set = policy::parse_hex(value);
         if ((name == "CapEff" || name == "CapPrm" || name == "CapAmb") && set && *set != 0) {
-            return "subject uid " + std::to_string(hello.uid) + " with capabilities (" + name + " " + value + ")";
+            return "subject uid " + std::to_string(hello.uid) + " with capabilities (" + name + " " + value +
+                   ")";
         }
     }
     return {};
@@ -498,10 +499,11 @@ asio::awaitable<trial_outcome> trial::supervise(const contracts::execute_request
     const bool secrets = !request.credentials.empty() || !config_.common.task_environment.empty();
     if (const auto owner = env_.earlier_owner(); secrets && !owner.empty()) {
         if (!config_.common.trust_reused_container) {
-            co_return outcome(exit_refused,
-                              "this trial's credentials were not sent: the environment was " + owner +
-                                  ", and what that subject left there could read them; use a fresh container, "
-                                  "or pass --trust-reused-container to accept that");
+            co_return outcome(
+                exit_refused,
+                "this trial's credentials were not sent: the environment was " + owner +
+                    ", and what that subject left there could read them; use a fresh container, "
+                    "or pass --trust-reused-container to accept that");
         }
         trusted_reuse_ = owner;
         log_.phase("trusted", {{"reusedContainer", owner}});

@@ -32,7 +32,7 @@ struct trial_outcome {
     std::string message; // why, for a person; empty on success
     // What the subject consumed, when the helper reported it (never sent to the orchestrator).
     std::optional<contracts::subject_usage> usage;
-    std::string stderr_tail; // the end of the subject's stderr, when the helper reported it (for `run`)
+    std::string stderr_tail;   // the end of the subject's stderr, when the helper reported it (for `run`)
     std::string trusted_reuse; // the earlier owner of the environment the operator accepted, if any
 };
 

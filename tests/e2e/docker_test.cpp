@@ -1106,3 +1106,199 @@ TEST_CASE(
     CHECK(o.exit_code == relay::exit_environment);
     CHECK(o.relay_log.find("read-only root filesystem (HostConfig.ReadonlyRootfs") != std::string::npos);
 }
+
+// A reused container: no credential reaches a process that an earlier trial's root left behind, however it
+// tries. Each attacker here is a root process the helper's record of leftovers does not know (started by
+// `docker exec -d`, as one that escaped the record would be), in a container whose subjects are uid 1000 (so
+// that the host record does not refuse the credential first: these are the defences under the refusal).
+
+namespace {
+
+// Starts `script` as a root process in the background of `c`, and waits until it has begun (a marker).
+void start_attacker(const container& c, const std::string& script) {
+    REQUIRE(docker({"exec", "-d", "-u", "0", c.name, "sh", "-c", ": > /tmp/attacker.up; " + script}, 30000,
+                   c.engine)
+                .exit_code == 0);
+    REQUIRE(eventually([&] { return c.exec("test -e /tmp/attacker.up").exit_code == 0; }, 10000));
+}
+
+// The stdin thief: compiled with the host's C compiler (static: the image has no libc), copied in; returns
+// the command that runs it.
+std::string install_thief(const container& c) {
+    const auto dir =
+        std::filesystem::temp_directory_path() / ("maka-e2e-thief-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    {
+        std::ofstream source(dir / "thief.c");
+        source << R"(#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+static char seen[1 << 22];
+int main(void) {
+    for (;;) {
+        DIR* d = opendir("/proc");
+        struct dirent* e;
+        while (d && (e = readdir(d))) {
+            int pid = atoi(e->d_name);
+            if (pid <= 1 || pid >= (1 << 22) || seen[pid] || pid == getpid()) continue;
+            char path[64];
+            snprintf(path, sizeof path, "/proc/%d/fd/0", pid);
+            int fd = open(path, O_RDONLY | O_CLOEXEC);
+            if (fd < 0) {
+                if (errno != EACCES && errno != EPERM) seen[pid] = 1; /* gone, or no stdin: done with it */
+                continue; /* not dumpable (yet): try again on the next pass */
+            }
+            seen[pid] = 1;
+            if (fork() == 0) {
+                char buf[65536];
+                ssize_t n;
+                int out = open("/tmp/stolen", O_WRONLY | O_CREAT | O_APPEND, 0644);
+                while ((n = read(fd, buf, sizeof buf)) > 0) write(out, buf, (size_t)n);
+                _exit(0);
+            }
+            close(fd);
+        }
+        if (d) closedir(d);
+    }
+}
+)";
+    }
+    const auto built = run_process(
+        {"/usr/bin/cc", "-static", "-O2", "-o", (dir / "thief").string(), (dir / "thief.c").string()});
+    INFO(built.err);
+    REQUIRE(built.exit_code == 0);
+    REQUIRE(docker({"cp", (dir / "thief").string(), c.name + ":/tmp/thief"}, 30000, c.engine).exit_code == 0);
+    std::filesystem::remove_all(dir);
+    return "exec /tmp/thief";
+}
+
+// Runs `rounds` trials with a fresh canary credential each; every one ends in success or in a refusal that
+// names the reader, and no canary is ever found in the container outside the subject's own artifacts.
+void credentials_never_reach_the_attacker(const container& c, int rounds, const std::string& refusal) {
+    int refused = 0;
+    for (int round = 0; round < rounds; ++round) {
+        CAPTURE(round);
+        const std::string canary = "canary-" + std::to_string(::getpid()) + "-" + std::to_string(round);
+        auto orchestrator_env = base_env();
+        orchestrator_env.push_back("API_KEY=" + canary);
+        trial t(in_container({"--credential", "API_KEY"}, "\"$HELPER\" frame '{}'"),
+                c.relay_args({"--user", "1000"}), base_env(), orchestrator_env);
+        const auto o = t.finish();
+        INFO(o.relay_log);
+        if (o.exit_code != relay::exit_success) {
+            ++refused;
+            CHECK(o.exit_code == relay::exit_environment);
+            CHECK(o.relay_log.find(refusal) != std::string::npos);
+        }
+        const auto found =
+            c.exec("grep -rl -- '" + canary + "' /tmp /run /root /.maka-eval 2>/dev/null; true");
+        CHECK(found.out.empty());
+    }
+    MESSAGE("refused " << refused << " of " << rounds << " trials for the reader");
+}
+
+} // namespace
+
+TEST_CASE("reused: a root leftover racing for the next helper's stdin reads no credential (x20)") {
+    require_engine();
+    container c({"--user", "1000:1000"});
+    // A C program (static, compiled here for the BusyBox image) that opens every new process's stdin the
+    // moment the kernel lets it, and copies what it reads: the window it races for is between the helper's
+    // execve and main()'s first call (non-dumpable), or a cold install's shell. Whatever it opens there, the
+    // relay must find holding the helper's stdin before `run`.
+    start_attacker(c, install_thief(c));
+    credentials_never_reach_the_attacker(c, 20, "holds the helper's stdin open");
+}
+
+TEST_CASE("reused: a root leftover swapping a forgery in at the helper's path reads no credential (x20)") {
+    require_engine();
+    container c({"--user", "1000:1000"});
+    {
+        trial first(in_container({}, "\"$HELPER\" frame '{}'"), c.relay_args({"--user", "1000"}));
+        REQUIRE(first.finish().exit_code == relay::exit_success);
+    }
+    // The forgery passes the session through, copying it: the genuine bytes still answer hello.
+    REQUIRE(c.exec("cp /.maka-eval/helper-* /tmp/genuine && printf '#!/bin/sh\\ntee -a /tmp/stolen | "
+                   "/tmp/genuine \"$@\"\\n' > /tmp/forgery && chmod 755 /tmp/forgery")
+                .exit_code == 0);
+    start_attacker(c, "while :; do for f in /.maka-eval/helper-*; do cp /tmp/forgery $f.new 2>/dev/null && "
+                      "mv -f $f.new $f; done; done");
+    credentials_never_reach_the_attacker(c, 20, "nothing was sent into container");
+}
+
+TEST_CASE("reused: a container's own /bin/sh replaced, no record on this host: the cold install reads no "
+          "credential") {
+    require_engine();
+    REQUIRE(::geteuid() == 0);
+    container c({"--user", "1000:1000"});
+    // A shell that copies everything it is given, then is the shell (BusyBox: /bin/sh is a link to it).
+    REQUIRE(c.exec("rm /bin/sh && printf '#!/bin/busybox ash\\n/bin/busybox tee -a /tmp/stolen | "
+                   "/bin/busybox ash \"$@\"\\n' > /bin/sh && chmod 755 /bin/sh")
+                .exit_code == 0);
+    // No record of this container on this host: a fresh record directory.
+    const auto record =
+        std::filesystem::temp_directory_path() / ("maka-e2e-rec-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(record);
+    REQUIRE(::chmod(record.c_str(), 0700) == 0);
+    auto env = base_env();
+    env.push_back("XDG_RUNTIME_DIR=" + record.string());
+    const std::string canary = "canary-sh-" + std::to_string(::getpid());
+    auto orchestrator_env = base_env();
+    orchestrator_env.push_back("API_KEY=" + canary);
+    trial t(in_container({"--credential", "API_KEY"}, "\"$HELPER\" frame '{}'"),
+            c.relay_args({"--user", "1000"}), env, orchestrator_env);
+    const auto o = t.finish();
+    INFO(o.relay_log);
+    CHECK(o.exit_code == relay::exit_environment);
+    CHECK(o.relay_log.find("holds the helper's stdin open") != std::string::npos);
+    CHECK(c.exec("grep -c -- '" + canary + "' /tmp/stolen").out == "0\n");
+    std::filesystem::remove_all(record);
+}
+
+TEST_CASE(
+    "reused: a container with a helper in it but no record here is refused credentials, unless trusted") {
+    require_engine();
+    REQUIRE(::geteuid() == 0);
+    container c({"--user", "1000:1000"});
+    {
+        // A non-root subject's trial: this host's record knows the container, and nothing is refused.
+        trial first(in_container({}, "\"$HELPER\" frame '{}'"), c.relay_args({"--user", "1000"}));
+        REQUIRE(first.finish().exit_code == relay::exit_success);
+    }
+    auto orchestrator_env = base_env();
+    orchestrator_env.push_back("API_KEY=canary-norecord");
+    {
+        trial known(in_container({"--credential", "API_KEY"}, "\"$HELPER\" frame '{}'"),
+                    c.relay_args({"--user", "1000"}), base_env(), orchestrator_env);
+        const auto o = known.finish();
+        INFO(o.relay_log);
+        CHECK(o.exit_code == relay::exit_success);
+    }
+    // Another host's relay (a record of its own, empty): the history is unknown.
+    const auto record =
+        std::filesystem::temp_directory_path() / ("maka-e2e-rec2-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(record);
+    REQUIRE(::chmod(record.c_str(), 0700) == 0);
+    auto env = base_env();
+    env.push_back("XDG_RUNTIME_DIR=" + record.string());
+    {
+        trial unknown(in_container({"--credential", "API_KEY"}, "\"$HELPER\" frame '{}'"),
+                      c.relay_args({"--user", "1000"}), env, orchestrator_env);
+        const auto o = unknown.finish();
+        INFO(o.relay_log);
+        CHECK(o.exit_code == relay::exit_refused);
+        CHECK(o.relay_log.find("used by an earlier trial this host has no record of") != std::string::npos);
+    }
+    {
+        trial trusted(in_container({"--credential", "API_KEY"}, "\"$HELPER\" frame '{}'"),
+                      c.relay_args({"--user", "1000", "--trust-reused-container"}), env, orchestrator_env);
+        const auto o = trusted.finish();
+        INFO(o.relay_log);
+        CHECK(o.exit_code == relay::exit_success);
+        CHECK(o.relay_log.find("trusted (") != std::string::npos);
+    }
+    std::filesystem::remove_all(record);
+}

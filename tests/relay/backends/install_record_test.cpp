@@ -178,3 +178,24 @@ TEST_CASE("a helper's digest is remembered for that very file only, and not whil
     none.remember_digest(info, digest);
     CHECK_FALSE(none.remembered_digest(info));
 }
+
+namespace {
+
+TEST_CASE("a root subject's trial is remembered for its container: the first one named, forgotten with it") {
+    scratch_dir dir;
+    const install_record record((dir.path / "record").string());
+    CHECK_FALSE(record.root_trial("abc"));
+    record.mark_root_trial("abc", "2026-12-05T19:40:02Z, subject uid 0");
+    record.mark_root_trial("abc", "a later one");
+    REQUIRE(record.root_trial("abc"));
+    CHECK(*record.root_trial("abc") == "2026-12-05T19:40:02Z, subject uid 0");
+    CHECK_FALSE(record.root_trial("abd"));
+    CHECK_FALSE(record.root_trial("../abc"));
+    // The mark is not a helper entry, but the container is known.
+    CHECK(record.knows("abc"));
+    CHECK_FALSE(record.contains("abc", ".root-trial"));
+    record.forget("abc");
+    CHECK_FALSE(record.root_trial("abc"));
+}
+
+} // namespace
