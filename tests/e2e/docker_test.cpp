@@ -1175,6 +1175,29 @@ int main(void) {
     return "exec /tmp/thief";
 }
 
+// The relay's record of installs kept somewhere new (as another host's relay would have its own): what ran
+// in a container before is unknown to it. Removed at the end.
+class record_elsewhere {
+  public:
+    explicit record_elsewhere(const std::string& name)
+        : path_(std::filesystem::temp_directory_path() /
+                ("maka-e2e-record-" + name + "-" + std::to_string(::getpid()))) {
+        std::filesystem::create_directories(path_);
+        REQUIRE(::chmod(path_.c_str(), 0700) == 0);
+    }
+    ~record_elsewhere() { std::filesystem::remove_all(path_); }
+    record_elsewhere(const record_elsewhere&) = delete;
+    record_elsewhere& operator=(const record_elsewhere&) = delete;
+    [[nodiscard]] std::vector<std::string> env() const {
+        auto out = base_env();
+        out.push_back("XDG_RUNTIME_DIR=" + path_.string());
+        return out;
+    }
+
+  private:
+    std::filesystem::path path_;
+};
+
 // Runs `rounds` trials with a fresh canary credential each; every one ends in success or in a refusal that
 // names the reader, and no canary is ever found in the container outside the subject's own artifacts.
 void credentials_never_reach_the_attacker(const container& c, int rounds, const std::string& refusal) {
@@ -1239,12 +1262,8 @@ TEST_CASE("reused: a container's own /bin/sh replaced, no record on this host: t
                    "/bin/busybox ash \"$@\"\\n' > /bin/sh && chmod 755 /bin/sh")
                 .exit_code == 0);
     // No record of this container on this host: a fresh record directory.
-    const auto record =
-        std::filesystem::temp_directory_path() / ("maka-e2e-rec-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(record);
-    REQUIRE(::chmod(record.c_str(), 0700) == 0);
-    auto env = base_env();
-    env.push_back("XDG_RUNTIME_DIR=" + record.string());
+    const record_elsewhere record("sh");
+    const auto env = record.env();
     const std::string canary = "canary-sh-" + std::to_string(::getpid());
     auto orchestrator_env = base_env();
     orchestrator_env.push_back("API_KEY=" + canary);
@@ -1255,7 +1274,6 @@ TEST_CASE("reused: a container's own /bin/sh replaced, no record on this host: t
     CHECK(o.exit_code == relay::exit_environment);
     CHECK(o.relay_log.find("holds the helper's stdin open") != std::string::npos);
     CHECK(c.exec("grep -c -- '" + canary + "' /tmp/stolen").out == "0\n");
-    std::filesystem::remove_all(record);
 }
 
 TEST_CASE(
@@ -1278,12 +1296,8 @@ TEST_CASE(
         CHECK(o.exit_code == relay::exit_success);
     }
     // Another host's relay (a record of its own, empty): the history is unknown.
-    const auto record =
-        std::filesystem::temp_directory_path() / ("maka-e2e-rec2-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(record);
-    REQUIRE(::chmod(record.c_str(), 0700) == 0);
-    auto env = base_env();
-    env.push_back("XDG_RUNTIME_DIR=" + record.string());
+    const record_elsewhere record("norecord");
+    const auto env = record.env();
     {
         trial unknown(in_container({"--credential", "API_KEY"}, "\"$HELPER\" frame '{}'"),
                       c.relay_args({"--user", "1000"}), env, orchestrator_env);
@@ -1300,5 +1314,4 @@ TEST_CASE(
         CHECK(o.exit_code == relay::exit_success);
         CHECK(o.relay_log.find("trusted (") != std::string::npos);
     }
-    std::filesystem::remove_all(record);
 }
