@@ -46,8 +46,9 @@ std::string owning_power(const contracts::hello_message& hello) {
     for (const auto& [name, value] : hello.capabilities) {
         const auto set = policy::parse_hex(value);
         if ((name == "CapEff" || name == "CapPrm" || name == "CapAmb") && set && *set != 0) {
-            return "subject uid " + std::to_string(hello.uid) + " with capabilities (" + name + " " + value +
-                   ")";
+            std::string why = "subject uid " + std::to_string(hello.uid) + " with capabilities (";
+            why.append(name).append(" ").append(value).append(")");
+            return why;
         }
     }
     return {};
