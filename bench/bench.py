@@ -209,7 +209,8 @@ def masking(relay, rows):
         env = {**os.environ, **values}
         script = ("yes '2026-12-03T20:00:00Z INFO step 12: called tool read_file {\"path\": \"src/main.py\"} "
                   "-> 200 OK (1543 bytes)' | head -c 1073741824; echo \"$BENCH_KEY_3\"")
-        credentials = [a for name in values for a in ("--credential", name)]
+        # The container is reused (its subject runs as root): the bench accepts that, as an operator would.
+        credentials = ["--trust-reused-container", *(a for name in values for a in ("--credential", name))]
         plain, masked, helper_rss, counts = [], [], [], []
         for _ in range(3):
             wall, _, _ = run_trial(relay, c.name, script, env=env)
