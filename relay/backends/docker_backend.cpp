@@ -92,7 +92,9 @@ class docker_backend final : public backend {
     // there (nothing at the helper's path, and the install record knows of no trial) the session exec is a
     // root shell that takes the helper on its stdin, installs it and becomes it — the engine's archive
     // upload costs about a bare exec by itself. An image without /bin/sh and `head` falls back to that
-    // upload; so does a helper resolve() did not find to be this build's where a trial has run.
+    // upload; so does a helper resolve() did not find to be this build's where a trial has run, and every
+    // first trial on an engine whose containers this host cannot see (remote: the reader of a session a
+    // shell carried could not be checked).
     asio::awaitable<boost::system::result<std::unique_ptr<helper_session>, relay_error>>
     open_session() override {
         auto resolved = co_await resolve();
@@ -111,14 +113,21 @@ class docker_backend final : public backend {
         // one has, a root subject may have changed them, or the helper itself (resolve() compared what is at
         // its path with this build, from outside the container): anything but this build's helper is
         // replaced through the engine, which writes it from outside, before anything there runs as root.
+        // And only where this host sees the container's processes: there the session's reader is checked
+        // before `run` (a shell that kept a copy of the session's input is caught). Where it does not (a
+        // remote engine), no program of the container's carries the session: the engine's upload, then an
+        // exec of the helper itself.
         const bool trial_ran_here = installed_ != installed_copy::genuine && installs_.knows(container_id_);
-        bool stream_install = ours && installed_ == installed_copy::absent && !trial_ran_here;
+        bool stream_install = ours && installed_ == installed_copy::absent && !trial_ran_here && host_view_;
         if (ours && installed_ != installed_copy::genuine && !stream_install) {
-            const std::string line = "maka-eval-relay: the helper at " + helper_in_container_ +
-                                     " in container " + container_ + " is " +
-                                     (installed_ == installed_copy::absent ? "gone" : "not this build's") +
-                                     " since an earlier trial: put in again through the engine\n";
-            (void)::write(STDERR_FILENO, line.data(), line.size());
+            // A fresh container seen from afar needs no word: the upload is its normal way in.
+            if (trial_ran_here || installed_ != installed_copy::absent) {
+                const std::string line =
+                    "maka-eval-relay: the helper at " + helper_in_container_ + " in container " + container_ +
+                    " is " + (installed_ == installed_copy::absent ? "gone" : "not this build's") +
+                    " since an earlier trial: put in again through the engine\n";
+                (void)::write(STDERR_FILENO, line.data(), line.size());
+            }
             auto placed = co_await upload_helper();
             if (!placed) {
                 co_return placed.error();
@@ -466,6 +475,7 @@ class docker_backend final : public backend {
                 }
                 found = comparison.verdict();
             }
+            host_view_ = found.has_value();
             installed_ = found ? *found : co_await installed_helper();
         }
         if (auto root = installs_.root_trial(container_id_)) {
@@ -691,6 +701,7 @@ class docker_backend final : public backend {
     std::string earlier_owner_;    // whose the container is since an earlier trial (earlier_owner())
     long container_pid_ = 0;       // State.Pid: the container's first process, on the engine's host
     bool reader_unchecked_said_ = false;
+    bool host_view_ = false; // this host sees the container's files and processes (the engine's host)
     bool resolved_ = false;
     std::optional<std::pair<exec_spec, std::string>> created_; // the session exec resolve() created, its id
 };

@@ -1315,3 +1315,26 @@ TEST_CASE(
         CHECK(o.relay_log.find("trusted (") != std::string::npos);
     }
 }
+
+TEST_CASE("reused: seen from afar (a remote engine's way), a first trial never runs the container's shell") {
+    require_engine();
+    REQUIRE(::geteuid() == 0);
+    container c({"--user", "1000:1000"});
+    // A shell that marks when it is given the cold install (its script names maka-eval-incoming); the
+    // subject's own `sh -c` runs it too, unmarked.
+    REQUIRE(c.exec("rm /bin/sh && printf '#!/bin/busybox ash\\ncase \"$*\" in *maka-eval-incoming*) : > "
+                   "/tmp/shell-ran;; esac\\n/bin/busybox ash \"$@\"\\n' > /bin/sh && chmod 755 /bin/sh")
+                .exit_code == 0);
+    const record_elsewhere record("afar");
+    auto env = record.env();
+    env.emplace_back(
+        "MAKA_EVAL_CHECK_HELPER_THROUGH_ENGINE=1"); // the copy is looked at as on a remote engine
+    trial t(in_container({}, "\"$HELPER\" frame '{}'"), c.relay_args({"--user", "1000"}), env);
+    const auto o = t.finish();
+    INFO(o.relay_log);
+    CHECK(o.exit_code == relay::exit_success);
+    // inspect, the download that finds nothing, the upload, exec create and start
+    CHECK(engine_calls(o.relay_log) == 5);
+    // Asked without a shell (the test's own c.exec would run the replaced one).
+    CHECK(docker({"exec", c.name, "test", "-e", "/tmp/shell-ran"}).exit_code == 1);
+}
