@@ -122,12 +122,12 @@ void record_leftovers(const std::string& directory, const std::vector<process_st
     }
 }
 
-unsigned stop_leftovers(const std::string& directory) {
+leftovers_stopped stop_leftovers(const std::string& directory) {
     const std::string path = directory + "/" + std::string(leftovers_name);
     const auto text = read_file(path, 1 << 20);
     (void)::unlink(path.c_str());
     if (!text) {
-        return 0;
+        return {};
     }
     std::set<std::pair<pid_t, std::uint64_t>> recorded;
     std::set<pid_t> sessions;
@@ -179,10 +179,14 @@ unsigned stop_leftovers(const std::string& directory) {
             break;
         }
     }
-    if (count > 0) {
+    if (!found.empty()) {
+        record_leftovers(directory, found); // not gone: still the next look's to stop
+        log_line(std::to_string(found.size()) + " of " + std::to_string(count) +
+                 " process(es) an earlier trial's subject left running did not end after KILL");
+    } else if (count > 0) {
         log_line("stopped " + std::to_string(count) + " process(es) an earlier trial's subject left running");
     }
-    return count;
+    return {count, static_cast<unsigned>(found.size())};
 }
 
 } // namespace maka_eval::in_container

@@ -36,8 +36,13 @@ namespace maka_eval::in_container {
 void record_leftovers(const std::string& directory, const std::vector<process_status>& left);
 
 // Before a trial: TERM, a short grace, then KILL to every recorded process still alive (same pid and start
-// time) and to every process of a recorded session; the record is then removed. Returns how many
-// processes were signalled.
-unsigned stop_leftovers(const std::string& directory);
+// time) and to every process of a recorded session, and a look through /proc until they are gone. The record
+// is then removed, or keeps those still alive after KILL (uninterruptible: they are not gone, so nothing
+// secret may come in).
+struct leftovers_stopped {
+    unsigned signalled = 0; // how many processes were signalled
+    unsigned remaining = 0; // how many were still alive at the end
+};
+leftovers_stopped stop_leftovers(const std::string& directory);
 
 } // namespace maka_eval::in_container

@@ -112,7 +112,15 @@ int session_command(std::span<const std::string_view> args) {
     // default; the relay checks from the host that nobody opened it before.)
     if (!keep_leftovers && ::geteuid() == 0) {
         if (const auto state = root_state_directory()) {
-            (void)stop_leftovers(*state);
+            if (const auto stopped = stop_leftovers(*state); stopped.remaining > 0) {
+                emit(contracts::error_message{
+                    contracts::helper_fault::spawn_failed,
+                    std::to_string(stopped.remaining) +
+                        " process(es) an earlier trial's subject left running are still alive after SIGKILL "
+                        "(uninterruptible?): nothing secret is taken in this environment until they are "
+                        "gone"});
+                return exit_failed;
+            }
         }
     }
     const int signal_fd = take_signals();

@@ -173,7 +173,7 @@ boost::system::result<void, supervision_error> supervision::prepare() {
     }
     // What an earlier trial's subject left running is stopped before anything of this trial exists.
     if (state_directory_ && !request_.keep_leftovers) {
-        (void)stop_leftovers(*state_directory_);
+        (void)stop_leftovers(*state_directory_); // the session's look before `hello` (if any) said what stays
     }
     if (auto opened =
             artifacts_.open(artifacts, identity_ ? identity_->gid : ::getgid(), request_.artifact_limit);

@@ -57,10 +57,10 @@ TEST_CASE("a recorded leftover is stopped before the next trial, and the record 
     daemon_child left;
     in_container::record_leftovers(dir.path().string(), {left.status()});
     CHECK(std::filesystem::exists(dir.path() / record_name));
-    CHECK(in_container::stop_leftovers(dir.path().string()) == 1);
+    CHECK(in_container::stop_leftovers(dir.path().string()).signalled == 1);
     CHECK_FALSE(process_alive(left.pid())); // a zombie of ours counts as stopped
     CHECK_FALSE(std::filesystem::exists(dir.path() / record_name));
-    CHECK(in_container::stop_leftovers(dir.path().string()) == 0);
+    CHECK(in_container::stop_leftovers(dir.path().string()).signalled == 0);
 }
 
 TEST_CASE("a process that reused a recorded pid, or started a new session under its number, is left alone") {
@@ -69,7 +69,7 @@ TEST_CASE("a process that reused a recorded pid, or started a new session under 
     auto stale = other.status();
     stale.start_time += 1; // the recorded process was an earlier one with the same pid
     in_container::record_leftovers(dir.path().string(), {stale});
-    CHECK(in_container::stop_leftovers(dir.path().string()) == 0);
+    CHECK(in_container::stop_leftovers(dir.path().string()).signalled == 0);
     CHECK(process_alive(other.pid()));
 }
 
@@ -81,7 +81,7 @@ TEST_CASE("every live member of a recorded session is stopped, recorded or not")
     const auto member = static_cast<pid_t>(std::stol(read_text(pidfile)));
     REQUIRE(process_alive(member));
     in_container::record_leftovers(dir.path().string(), {leader.status()}); // the member is not recorded
-    CHECK(in_container::stop_leftovers(dir.path().string()) == 2);
+    CHECK(in_container::stop_leftovers(dir.path().string()).signalled == 2);
     CHECK_FALSE(process_alive(leader.pid()));
     CHECK_FALSE(process_alive(member));
 }
