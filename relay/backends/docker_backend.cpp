@@ -6,6 +6,7 @@
 #include "posix/io.hpp"
 #include "relay/backends/container_diagnosis.hpp"
 #include "relay/backends/helper_binary.hpp"
+#include "relay/backends/host_cgroup.hpp"
 #include "relay/backends/install_record.hpp"
 #include "relay/backends/installed_helper.hpp"
 #include "relay/backends/session_reader.hpp"
@@ -325,6 +326,16 @@ class docker_backend final : public backend {
         const auto d = diagnose_container(co_await api_.inspect_container(container_), started_at_);
         switch (d.condition) {
         case container_condition::running:
+            // The engine's flag misses a process other than the first; the cgroup's own count does not.
+            if (const auto now = host_oom_kills(container_pid_, container_id_);
+                now && oom_kills_before_ && *now > *oom_kills_before_) {
+                co_return outside_fault{
+                    false, "the kernel killed " + std::to_string(*now - *oom_kills_before_) +
+                               " process(es) of container " + container_ +
+                               " for memory while the subject ran (its memory cgroup's "
+                               "oom_kill count went from " +
+                               std::to_string(*oom_kills_before_) + " to " + std::to_string(*now) + ")"};
+            }
             co_return std::nullopt;
         case container_condition::memory_killed:
             co_return outside_fault{false, "the kernel killed a process of container " + container_ +
@@ -447,6 +458,7 @@ class docker_backend final : public backend {
         }
         container_id_ = facts->id;
         container_pid_ = facts->pid;
+        oom_kills_before_ = host_oom_kills(container_pid_, container_id_);
         started_at_ = facts->started_at; // a restart from outside changes it
         readonly_rootfs_ = facts->readonly_rootfs;
         subject_user_ = options_.user.empty() ? facts->user : options_.user;
@@ -702,6 +714,7 @@ class docker_backend final : public backend {
     long container_pid_ = 0;       // State.Pid: the container's first process, on the engine's host
     bool reader_unchecked_said_ = false;
     bool host_view_ = false; // this host sees the container's files and processes (the engine's host)
+    std::optional<std::uint64_t> oom_kills_before_; // the memory cgroup's oom_kill count before the trial
     bool resolved_ = false;
     std::optional<std::pair<exec_spec, std::string>> created_; // the session exec resolve() created, its id
 };

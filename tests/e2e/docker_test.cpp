@@ -1338,3 +1338,54 @@ TEST_CASE("reused: seen from afar (a remote engine's way), a first trial never r
     // Asked without a shell (the test's own c.exec would run the replaced one).
     CHECK(docker({"exec", c.name, "test", "-e", "/tmp/shell-ran"}).exit_code == 1);
 }
+
+namespace {
+
+// Sets oom_score_adj of every process of container `id` on this host: `helper_adj` for the helper session,
+// `other_adj` for the rest (this host's root may lower it; the container's may not).
+void set_oom_adj(const std::string& id, int helper_adj, int other_adj) {
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+        const auto name = entry.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos ||
+            read_text((entry.path() / "cgroup").string()).find(id) == std::string::npos) {
+            continue;
+        }
+        const bool helper =
+            read_text((entry.path() / "cmdline").string()).find("session") != std::string::npos;
+        std::ofstream(entry.path() / "oom_score_adj") << (helper ? helper_adj : other_adj);
+    }
+}
+
+} // namespace
+
+TEST_CASE("faults: a supervisor killed for memory in a running container is named so, not blamed inside") {
+    require_engine();
+    REQUIRE(::geteuid() == 0);
+    // Three rounds: the kernel sometimes takes the whole container too (the recovery's own exec needs memory
+    // while the subject still holds it), which is named as the container's OOM; the supervisor alone killed
+    // must be named from the memory cgroup's count. Either way never "from inside".
+    int supervisor_alone = 0;
+    for (int round = 0; round < 3; ++round) {
+        CAPTURE(round);
+        container c({"--memory", "64m", "--memory-swap", "64m", "--shm-size", "256m"});
+        // Memory the kernel cannot reclaim (tmpfs), a megabyte at a time until the supervisor is gone, then
+        // given back. Made from outside the OOM killer's only choice: the supervisor +1000, the rest -1000.
+        trial t(in_container({}, "while [ ! -e /tmp/go ]; do sleep 0.05; done; i=0; while kill -0 $PPID "
+                                 "2>/dev/null; do head -c 1000000 /dev/zero > /dev/shm/f$i || break; "
+                                 "i=$((i+1)); done; rm -f /dev/shm/f*; sleep 3657"),
+                c.relay_args({"--teardown-timeout-ms", "10000"}));
+        t.wait_running(c.scope());
+        const auto id = docker({"inspect", "-f", "{{.Id}}", c.name}).out;
+        set_oom_adj(id.substr(0, id.size() - 1), 1000, -1000);
+        REQUIRE(docker({"exec", c.name, "touch", "/tmp/go"}).exit_code == 0);
+        const auto o = t.finish(60000);
+        INFO(o.relay_log);
+        CHECK(o.exit_code == relay::exit_environment);
+        const bool alone = o.relay_log.find("for memory while the subject ran (its memory cgroup's oom_kill "
+                                            "count went from") != std::string::npos;
+        CHECK((alone || o.relay_log.find("the environment ran out of memory") != std::string::npos));
+        CHECK(o.relay_log.find("from inside") == std::string::npos);
+        supervisor_alone += alone ? 1 : 0;
+    }
+    MESSAGE("the supervisor alone was killed in " << supervisor_alone << " of 3 rounds");
+}
