@@ -1,6 +1,7 @@
 // The host-side record of helper installs: found again, forgotten with its container, and never kept in a
 // directory others could plant entries in.
 #include "relay/backends/install_record.hpp"
+#include "support/skip.hpp"
 
 #include <chrono>
 #include <filesystem>
@@ -116,8 +117,7 @@ TEST_CASE("opening the record moves the flat entries of earlier builds into thei
 }
 
 TEST_CASE("a parent directory of another user's is not used, and the reason is kept to be said") {
-    INFO("needs root, to make a directory another user owns (the test command runs as root)");
-    REQUIRE(::geteuid() == 0);
+    maka_eval::test::require_root("to make a directory another user owns");
     scratch_dir dir;
     fs::create_directories(dir.path / "theirs");
     REQUIRE(::chown((dir.path / "theirs").c_str(), 1000, 1000) == 0);
@@ -130,8 +130,7 @@ TEST_CASE("a parent directory of another user's is not used, and the reason is k
 }
 
 TEST_CASE("a record directory that cannot be made on a full file system says so, not that it is missing") {
-    INFO("needs root, to mount a file system of its own (the test command runs as root)");
-    REQUIRE(::geteuid() == 0);
+    maka_eval::test::require_root("to mount a file system of its own");
     scratch_dir dir;
     const auto full = dir.path / "full";
     fs::create_directories(full);
