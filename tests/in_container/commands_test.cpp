@@ -6,7 +6,6 @@
 #include "policy/hosts_file.hpp"
 #include "support/process.hpp"
 #include "support/skip.hpp"
-#include "support/skip.hpp"
 
 #include <chrono>
 #include <filesystem>
