@@ -500,12 +500,13 @@ asio::awaitable<trial_outcome> trial::supervise(const contracts::execute_request
     const bool secrets = !request.credentials.empty() || !config_.common.task_environment.empty();
     if (const auto owner = env_.earlier_owner(); secrets && !owner.empty()) {
         if (!config_.common.trust_reused_container) {
-            const std::string what =
-                request.credentials.empty() ? "task environment was" : "credentials were";
-            co_return outcome(exit_refused,
-                              "this trial's " + what + " not sent: the environment was " + owner +
-                                  ", and what that subject left there could read them; use a fresh "
-                                  "container, or pass --trust-reused-container to accept that");
+            const bool credentials = !request.credentials.empty();
+            co_return outcome(
+                exit_refused,
+                std::string("this trial's ") + (credentials ? "credentials were" : "task environment was") +
+                    " not sent: the environment was " + owner +
+                    ", and what that subject left there could read " + (credentials ? "them" : "it") +
+                    "; use a fresh container, or pass --trust-reused-container to accept that");
         }
         trusted_reuse_ = owner;
         log_.phase("trusted", {{"reusedContainer", owner}});
