@@ -3,6 +3,7 @@
 
 #include "posix/io.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <charconv>
@@ -62,14 +63,15 @@ std::optional<long> inner_pid(long pid) {
                                                                        : std::nullopt;
 }
 
-// TracerPid from /proc/PID/status (0: not traced).
-std::optional<long> traced_by(long pid) {
+// A number field of /proc/PID/status ("TracerPid", "PPid").
+std::optional<long> status_number(long pid, std::string_view field) {
     const auto status = posix::read_file("/proc/" + std::to_string(pid) + "/status", 1U << 16U);
-    const auto at = status ? status->find("\nTracerPid:") : std::string::npos;
+    const std::string key = "\n" + std::string(field) + ":";
+    const auto at = status ? status->find(key) : std::string::npos;
     if (at == std::string::npos) {
         return std::nullopt;
     }
-    const auto begin = status->find_first_not_of(" \t", at + 11);
+    const auto begin = status->find_first_not_of(" \t", at + key.size());
     const auto end = status->find('\n', begin);
     long value = 0;
     const auto [stop, error] = std::from_chars(status->data() + begin, status->data() + end, value);
@@ -149,9 +151,19 @@ session_reader check_session_reader(long container_pid, std::string_view contain
         return {reader_verdict::not_ours, "no process with pid " + std::to_string(helper_pid) +
                                               " (the one that said hello) runs in the container"};
     }
+    // Started by the engine (its parent is the runtime's shim, outside the container), not by a process of
+    // the container: a forgery that runs the genuine bytes as its own child, or names a helper an earlier
+    // trial left (a drainer), fails here.
+    const auto parent = status_number(*helper, "PPid");
+    if (!parent || std::find(members.begin(), members.end(), *parent) != members.end()) {
+        return {reader_verdict::not_ours,
+                "the process that said hello (pid " + std::to_string(helper_pid) +
+                    " in the container) was not started by the engine but by " +
+                    (parent ? "`" + command_of(*parent) + "` in the container" : std::string("?"))};
+    }
     // A tracer reads the helper's memory whatever its dumpable flag says (a forged shell's child that asked
     // to be traced, PTRACE_TRACEME, before it executed the genuine helper).
-    if (const auto tracer = traced_by(*helper); !tracer || *tracer != 0) {
+    if (const auto tracer = status_number(*helper, "TracerPid"); !tracer || *tracer != 0) {
         return {reader_verdict::not_ours,
                 "the helper (pid " + std::to_string(helper_pid) + " in the container) is traced by " +
                     (tracer ? "process " + std::to_string(*tracer) + " of this host" : std::string("?"))};

@@ -5,9 +5,9 @@
 // helper at its path (a swap between the relay's comparison and the exec), the shell a cold install runs, or
 // left a process that opened the helper's stdin through /proc. The host's /proc cannot be forged from
 // inside: every process in the container's PID namespace is found there, the one the helper's `hello` names
-// (its pid in that namespace, NSpid) must run this build's bytes (/proc/PID/exe compared with the genuine
-// file), be traced by nobody (TracerPid), and no other process of the container may hold the pipe that is its
-// stdin. Once this holds, the
+// (its pid in that namespace, NSpid) must have been started by the engine (its parent outside the container),
+// run this build's bytes (/proc/PID/exe compared with the genuine file), be traced by nobody (TracerPid), and
+// no other process of the container may hold the pipe that is its stdin. Once this holds, the
 // helper (which made itself non-dumpable before `hello`) cannot have its stdin opened by a root process
 // without CAP_SYS_PTRACE, which Docker does not grant by default.
 //
