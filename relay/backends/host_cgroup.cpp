@@ -57,12 +57,20 @@ std::optional<std::uint64_t> parse_oom_kills(std::string_view text) {
     return std::nullopt;
 }
 
-std::optional<std::uint64_t> host_oom_kills(long pid, std::string_view container_id) {
+std::optional<std::string> container_cgroups(long pid, std::string_view container_id) {
     if (pid <= 0 || container_id.size() < 12) {
         return std::nullopt;
     }
-    const auto groups = posix::read_file("/proc/" + std::to_string(pid) + "/cgroup", 1U << 16U);
+    auto groups = posix::read_file("/proc/" + std::to_string(pid) + "/cgroup", 1U << 16U);
     if (!groups || groups->find(container_id) == std::string::npos) {
+        return std::nullopt;
+    }
+    return std::move(*groups);
+}
+
+std::optional<std::uint64_t> host_oom_kills(long pid, std::string_view container_id) {
+    const auto groups = container_cgroups(pid, container_id);
+    if (!groups) {
         return std::nullopt; // not that container's process here
     }
     const std::string file = oom_count_file(*groups, "/sys/fs/cgroup");

@@ -23,6 +23,10 @@ namespace maka_eval::relay {
 // The `oom_kill N` line's N in a memory.events or memory.oom_control text.
 [[nodiscard]] std::optional<std::uint64_t> parse_oom_kills(std::string_view text);
 
+// `pid`'s /proc/PID/cgroup text when it names `container_id` (the process is that container's, seen from its
+// engine's host); nullopt otherwise (another host or PID namespace, or gone).
+[[nodiscard]] std::optional<std::string> container_cgroups(long pid, std::string_view container_id);
+
 // Both, for the container whose first process is `pid` on this host.
 [[nodiscard]] std::optional<std::uint64_t> host_oom_kills(long pid, std::string_view container_id);
 

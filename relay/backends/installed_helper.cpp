@@ -112,23 +112,55 @@ void host_comparison::look_up(long pid, std::string_view container_id, std::stri
     comparing_ = true;
 }
 
+namespace {
+
+constexpr off_t chunk_size = 65536;
+
+// Whether the chunk of `size` total bytes at `at` (at most chunk_size) is the same in both files; the bytes
+// compared.
+std::optional<std::size_t> same_chunk(int copy, int genuine, off_t size, off_t at) {
+    std::array<char, chunk_size> x{};
+    std::array<char, chunk_size> y{};
+    const auto want = static_cast<std::size_t>(std::min(size - at, chunk_size));
+    const auto from_copy = read_at(copy, x.data(), want, at);
+    const auto from_genuine = read_at(genuine, y.data(), want, at);
+    if (from_copy != static_cast<ssize_t>(want) || from_genuine != static_cast<ssize_t>(want) ||
+        std::char_traits<char>::compare(x.data(), y.data(), want) != 0) {
+        return std::nullopt;
+    }
+    return want;
+}
+
+} // namespace
+
+bool same_contents(int copy, int genuine) {
+    struct stat a {};
+    struct stat b {};
+    if (::fstat(copy, &a) != 0 || ::fstat(genuine, &b) != 0 || a.st_size != b.st_size) {
+        return false;
+    }
+    for (off_t at = 0; at < a.st_size;) {
+        const auto compared = same_chunk(copy, genuine, a.st_size, at);
+        if (!compared) {
+            return false;
+        }
+        at += static_cast<off_t>(*compared);
+    }
+    return true;
+}
+
 bool host_comparison::step() {
     if (!comparing_) {
         return false;
     }
     // Same size, same bytes: a chunk of each at the same offset.
-    std::array<char, 65536> x{};
-    std::array<char, 65536> y{};
-    const auto want = static_cast<std::size_t>(std::min<off_t>(size_ - at_, static_cast<off_t>(x.size())));
-    const auto from_copy = read_at(copy_.get(), x.data(), want, at_);
-    const auto from_genuine = read_at(genuine_.get(), y.data(), want, at_);
-    if (from_copy != static_cast<ssize_t>(want) || from_genuine != static_cast<ssize_t>(want) ||
-        std::char_traits<char>::compare(x.data(), y.data(), want) != 0) {
+    const auto compared = same_chunk(copy_.get(), genuine_.get(), size_, at_);
+    if (!compared) {
         verdict_ = installed_copy::other;
         comparing_ = false;
         return false;
     }
-    at_ += static_cast<off_t>(want);
+    at_ += static_cast<off_t>(*compared);
     if (at_ >= size_) {
         verdict_ = installed_copy::genuine;
         comparing_ = false;

@@ -2,10 +2,11 @@
 #include "relay/backends/session_reader.hpp"
 
 #include "posix/io.hpp"
+#include "relay/backends/host_cgroup.hpp"
+#include "relay/backends/installed_helper.hpp"
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <charconv>
 #include <dirent.h>
 #include <fcntl.h>
@@ -43,39 +44,28 @@ std::vector<long> numeric_entries(const std::string& directory) {
     return out;
 }
 
-// The pid inside its innermost namespace (the last NSpid field), from /proc/PID/status.
-std::optional<long> inner_pid(long pid) {
-    const auto status = posix::read_file("/proc/" + std::to_string(pid) + "/status", 1U << 16U);
-    if (!status) {
+// One number of a /proc/PID/status text: the field's last one ("NSpid": the pid in the innermost
+// namespace; "PPid", "TracerPid": their only one).
+std::optional<long> status_number(std::string_view status, std::string_view field) {
+    const std::string key = "\n" + std::string(field) + ":";
+    const auto at = status.find(key);
+    if (at == std::string_view::npos) {
         return std::nullopt;
     }
-    const auto at = status->find("\nNSpid:");
-    if (at == std::string::npos) {
-        return std::nullopt;
-    }
-    const auto end = status->find('\n', at + 1);
-    const std::string line = status->substr(at + 7, end - at - 7);
+    std::string_view line = status.substr(at + key.size());
+    line = line.substr(0, line.find('\n'));
     const auto last = line.find_last_of(" \t");
-    const std::string_view field = std::string_view(line).substr(last == std::string::npos ? 0 : last + 1);
+    const std::string_view number = last == std::string_view::npos ? line : line.substr(last + 1);
     long value = 0;
-    const auto [stop, error] = std::from_chars(field.data(), field.data() + field.size(), value);
-    return error == std::errc() && stop == field.data() + field.size() ? std::optional<long>(value)
-                                                                       : std::nullopt;
+    const auto [stop, error] = std::from_chars(number.data(), number.data() + number.size(), value);
+    return error == std::errc() && stop == number.data() + number.size() && !number.empty()
+               ? std::optional<long>(value)
+               : std::nullopt;
 }
 
-// A number field of /proc/PID/status ("TracerPid", "PPid").
-std::optional<long> status_number(long pid, std::string_view field) {
+std::string status_of(long pid) {
     const auto status = posix::read_file("/proc/" + std::to_string(pid) + "/status", 1U << 16U);
-    const std::string key = "\n" + std::string(field) + ":";
-    const auto at = status ? status->find(key) : std::string::npos;
-    if (at == std::string::npos) {
-        return std::nullopt;
-    }
-    const auto begin = status->find_first_not_of(" \t", at + key.size());
-    const auto end = status->find('\n', begin);
-    long value = 0;
-    const auto [stop, error] = std::from_chars(status->data() + begin, status->data() + end, value);
-    return error == std::errc() && stop == status->data() + end ? std::optional<long>(value) : std::nullopt;
+    return status ? *status : std::string();
 }
 
 std::string command_of(long pid) {
@@ -91,35 +81,7 @@ std::string command_of(long pid) {
 bool runs_genuine(long pid, const std::string& genuine_path) {
     const unique_fd running(posix::open_retry("/proc/" + std::to_string(pid) + "/exe", O_RDONLY));
     const unique_fd genuine(posix::open_retry(genuine_path, O_RDONLY));
-    struct stat a {};
-    struct stat b {};
-    if (!running || !genuine || ::fstat(running.get(), &a) != 0 || ::fstat(genuine.get(), &b) != 0 ||
-        a.st_size != b.st_size) {
-        return false;
-    }
-    std::vector<char> left(1U << 16U);
-    std::vector<char> right(1U << 16U);
-    while (true) {
-        const ssize_t got = posix::read_retry(running.get(), left.data(), left.size());
-        if (got < 0) {
-            return false;
-        }
-        if (got == 0) {
-            return posix::read_retry(genuine.get(), right.data(), 1) == 0;
-        }
-        std::size_t filled = 0;
-        while (filled < static_cast<std::size_t>(got)) {
-            const ssize_t more = posix::read_retry(genuine.get(), right.data() + filled,
-                                                   static_cast<std::size_t>(got) - filled);
-            if (more <= 0) {
-                return false;
-            }
-            filled += static_cast<std::size_t>(more);
-        }
-        if (!std::equal(left.begin(), left.begin() + got, right.begin())) {
-            return false;
-        }
-    }
+    return running && genuine && same_contents(running.get(), genuine.get());
 }
 
 } // namespace
@@ -129,22 +91,23 @@ session_reader check_session_reader(long container_pid, std::string_view contain
     if (container_pid <= 0 || container_id.size() < 12 || helper_pid <= 0) {
         return {};
     }
-    const std::string base = "/proc/" + std::to_string(container_pid);
-    const auto groups = posix::read_file(base + "/cgroup", 1U << 16U);
-    const std::string namespace_link = link_of(base + "/ns/pid");
-    if (!groups || groups->find(container_id) == std::string::npos || namespace_link.empty()) {
+    const std::string namespace_link = link_of("/proc/" + std::to_string(container_pid) + "/ns/pid");
+    if (!container_cgroups(container_pid, container_id) || namespace_link.empty()) {
         return {}; // not that container's process here: another host or pid namespace than the engine's
     }
-    // Every process in the container's PID namespace (its execs join it), the helper among them.
+    // Every process in the container's PID namespace (its execs join it), the helper among them (its status
+    // kept for the checks below).
     std::vector<long> members;
     std::optional<long> helper;
+    std::string helper_status;
     for (const long pid : numeric_entries("/proc")) {
         if (link_of("/proc/" + std::to_string(pid) + "/ns/pid") != namespace_link) {
             continue;
         }
         members.push_back(pid);
-        if (inner_pid(pid) == helper_pid) {
+        if (auto status = status_of(pid); status_number(status, "NSpid") == helper_pid) {
             helper = pid;
+            helper_status = std::move(status);
         }
     }
     if (!helper) {
@@ -154,7 +117,7 @@ session_reader check_session_reader(long container_pid, std::string_view contain
     // Started by the engine (its parent is the runtime's shim, outside the container), not by a process of
     // the container: a forgery that runs the genuine bytes as its own child, or names a helper an earlier
     // trial left (a drainer), fails here.
-    const auto parent = status_number(*helper, "PPid");
+    const auto parent = status_number(helper_status, "PPid");
     if (!parent || std::find(members.begin(), members.end(), *parent) != members.end()) {
         return {reader_verdict::not_ours,
                 "the process that said hello (pid " + std::to_string(helper_pid) +
@@ -163,7 +126,7 @@ session_reader check_session_reader(long container_pid, std::string_view contain
     }
     // A tracer reads the helper's memory whatever its dumpable flag says (a forged shell's child that asked
     // to be traced, PTRACE_TRACEME, before it executed the genuine helper).
-    if (const auto tracer = status_number(*helper, "TracerPid"); !tracer || *tracer != 0) {
+    if (const auto tracer = status_number(helper_status, "TracerPid"); !tracer || *tracer != 0) {
         return {reader_verdict::not_ours,
                 "the helper (pid " + std::to_string(helper_pid) + " in the container) is traced by " +
                     (tracer ? "process " + std::to_string(*tracer) + " of this host" : std::string("?"))};
@@ -186,7 +149,7 @@ session_reader check_session_reader(long container_pid, std::string_view contain
             struct stat held {};
             if (::stat((fds + "/" + std::to_string(fd)).c_str(), &held) == 0 && held.st_dev == input.st_dev &&
                 held.st_ino == input.st_ino) {
-                const auto inner = inner_pid(pid);
+                const auto inner = status_number(status_of(pid), "NSpid");
                 return {reader_verdict::shared,
                         "process " + (inner ? std::to_string(*inner) : std::string("?")) + " (`" +
                             command_of(pid) + "`) holds the helper's stdin open"};
