@@ -19,10 +19,11 @@ std::string own_status() {
     return read ? *read : std::string();
 }
 
-// CAP_SETGID (6) and CAP_SETUID (7) in our effective set: a root without them cannot drop to another user.
-bool may_switch_identity() {
+// CAP_SETGID (6) and CAP_SETUID (7) in the effective set of a /proc/PID/status text: a root without them
+// cannot drop to another user.
+bool may_switch_identity(const std::string& status = own_status()) {
     // The same reading of the capability sets as the egress gate's.
-    for (const auto& [name, value] : policy::parse_status(own_status())) {
+    for (const auto& [name, value] : policy::parse_status(status)) {
         if (name == "CapEff") {
             constexpr std::uint64_t needed = (std::uint64_t{1} << 6U) | (std::uint64_t{1} << 7U);
             const auto effective = policy::parse_hex(value);
@@ -38,12 +39,13 @@ std::string privilege_limits() {
     if (::geteuid() != 0) {
         return "the helper runs as uid " + std::to_string(::geteuid()) + ", not root";
     }
-    if (may_switch_identity()) {
+    const std::string status = own_status();
+    if (may_switch_identity(status)) {
         return {};
     }
     // no_new_privs keeps an exec as root from gaining capabilities at execve when the container's own
     // process holds none (a non-root USER, or --cap-drop ALL): the usual hardening, so name it.
-    const bool no_new_privs = own_status().find("\nNoNewPrivs:\t1") != std::string::npos;
+    const bool no_new_privs = status.find("\nNoNewPrivs:\t1") != std::string::npos;
     return std::string("root here lacks CAP_SETUID/CAP_SETGID (") +
            (no_new_privs
                 ? "the container runs with no-new-privileges, so a root exec gains no capability its "
