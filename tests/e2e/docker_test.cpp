@@ -10,6 +10,7 @@
 #include "relay/trial_fixture.hpp"
 #include "support/child_process.hpp"
 #include "support/process.hpp"
+#include "support/skip.hpp"
 
 #include <cctype>
 #include <chrono>
@@ -164,7 +165,7 @@ TEST_CASE(
 TEST_CASE(
     "a foreign XDG_RUNTIME_DIR (root after su without -): nothing made in it, the record kept in /tmp") {
     require_engine();
-    REQUIRE(::geteuid() == 0);
+    require_root("to make a directory another user owns");
     const auto theirs =
         std::filesystem::temp_directory_path() / ("maka-e2e-xdg-" + std::to_string(::getpid()));
     std::filesystem::create_directories(theirs);
@@ -1175,6 +1176,18 @@ int main(void) {
     return "exec /tmp/thief";
 }
 
+// Replaces the container's /bin/sh (BusyBox: a link to busybox) with a script of `body` run by BusyBox's
+// ash: a shell of the container's own that a root subject could have left.
+void replace_shell(const container& c, const std::string& body) {
+    const auto local = (std::filesystem::temp_directory_path() / (c.name + ".sh")).string();
+    std::ofstream(local) << "#!/bin/busybox ash\n" << body << "\n";
+    REQUIRE(c.exec("rm /bin/sh").exit_code == 0);
+    REQUIRE(docker({"cp", local, c.name + ":/bin/sh"}, 30000, c.engine).exit_code == 0);
+    std::filesystem::remove(local);
+    REQUIRE(docker({"exec", "-u", "0", c.name, "/bin/busybox", "chmod", "755", "/bin/sh"}, 30000, c.engine)
+                .exit_code == 0);
+}
+
 // The relay's record of installs kept somewhere new (as another host's relay would have its own): what ran
 // in a container before is unknown to it. Removed at the end.
 class record_elsewhere {
@@ -1255,12 +1268,9 @@ TEST_CASE("reused: a root leftover swapping a forgery in at the helper's path re
 TEST_CASE("reused: a container's own /bin/sh replaced, no record on this host: the cold install reads no "
           "credential") {
     require_engine();
-    REQUIRE(::geteuid() == 0);
     container c({"--user", "1000:1000"});
-    // A shell that copies everything it is given, then is the shell (BusyBox: /bin/sh is a link to it).
-    REQUIRE(c.exec("rm /bin/sh && printf '#!/bin/busybox ash\\n/bin/busybox tee -a /tmp/stolen | "
-                   "/bin/busybox ash \"$@\"\\n' > /bin/sh && chmod 755 /bin/sh")
-                .exit_code == 0);
+    // A shell that copies everything it is given, then is the shell.
+    replace_shell(c, "/bin/busybox tee -a /tmp/stolen | /bin/busybox ash \"$@\"");
     // No record of this container on this host: a fresh record directory.
     const record_elsewhere record("sh");
     const auto env = record.env();
@@ -1283,7 +1293,6 @@ TEST_CASE("reused: a container's own /bin/sh replaced, no record on this host: t
 TEST_CASE(
     "reused: a container with a helper in it but no record here is refused credentials, unless trusted") {
     require_engine();
-    REQUIRE(::geteuid() == 0);
     container c({"--user", "1000:1000"});
     {
         // A non-root subject's trial: this host's record knows the container, and nothing is refused.
@@ -1322,13 +1331,11 @@ TEST_CASE(
 
 TEST_CASE("reused: seen from afar (a remote engine's way), a first trial never runs the container's shell") {
     require_engine();
-    REQUIRE(::geteuid() == 0);
     container c({"--user", "1000:1000"});
     // A shell that marks when it is given the cold install (its script names maka-eval-incoming); the
     // subject's own `sh -c` runs it too, unmarked.
-    REQUIRE(c.exec("rm /bin/sh && printf '#!/bin/busybox ash\\ncase \"$*\" in *maka-eval-incoming*) : > "
-                   "/tmp/shell-ran;; esac\\n/bin/busybox ash \"$@\"\\n' > /bin/sh && chmod 755 /bin/sh")
-                .exit_code == 0);
+    replace_shell(c, "case \"$*\" in *maka-eval-incoming*) : > /tmp/shell-ran;; esac\n"
+                     "/bin/busybox ash \"$@\"");
     const record_elsewhere record("afar");
     auto env = record.env();
     env.emplace_back(
@@ -1364,7 +1371,7 @@ void set_oom_adj(const std::string& id, int helper_adj, int other_adj) {
 
 TEST_CASE("faults: a supervisor killed for memory in a running container is named so, not blamed inside") {
     require_engine();
-    REQUIRE(::geteuid() == 0);
+    require_root("to set the container's processes' oom_score_adj from this host");
     // Three rounds: the kernel sometimes takes the whole container too (the recovery's own exec needs memory
     // while the subject still holds it), which is named as the container's OOM; the supervisor alone killed
     // must be named from the memory cgroup's count. Either way never "from inside".
