@@ -7,10 +7,11 @@
 //                           hello out, the run in, the report out), without the relay, orchestrator or
 //                           subject. Prints one JSON array of milliseconds.
 //   projection N          — N projections of a 64 KiB carrier (noise, then the frame last). Prints JSON.
+#include "contracts/defaults.hpp"
 #include "contracts/result_frame.hpp"
 #include "contracts/wire_json.hpp"
+#include "relay/cli/options.hpp"
 #include "relay/engine/docker_api.hpp"
-#include "relay/trial/options.hpp"
 
 #include <chrono>
 #include <cstdlib>
@@ -93,10 +94,11 @@ int main(int argc, char** argv) {
         boost::asio::io_context context;
         // The engine as the relay finds it: DOCKER_HOST and, for TLS, DOCKER_TLS_VERIFY/DOCKER_CERT_PATH.
         auto engine = relay::resolve_engine_endpoint(std::nullopt, &relay::process_env);
-        auto opened = engine ? relay::docker_api::open(
-                                   context.get_executor(), *engine,
-                                   std::chrono::milliseconds(relay::common_options{}.engine_timeout_ms))
-                             : boost::system::result<relay::docker_api, relay::relay_error>(engine.error());
+        auto opened =
+            engine
+                ? relay::docker_api::open(context.get_executor(), *engine,
+                                          std::chrono::milliseconds(contracts::defaults::engine_timeout_ms))
+                : boost::system::result<relay::docker_api, relay::relay_error>(engine.error());
         if (!opened) {
             std::cerr << "bench_tool: " << opened.error().message << "\n";
             return 1;

@@ -404,9 +404,11 @@ boost::system::result<session_message, failure> from_json(const json::object& ob
         m.capture_stdout = r.boolean("captureStdout", true);
         m.scope_path = r.text("scopePath", false);
         m.artifacts_dir = r.text("artifactsDir", false);
-        m.term_grace_ms = static_cast<std::uint32_t>(r.integer("termGraceMs", 0, max_ms, 20000));
-        m.kill_grace_ms = static_cast<std::uint32_t>(r.integer("killGraceMs", 0, max_ms, 10000));
-        m.drain_ms = static_cast<std::uint32_t>(r.integer("drainMs", 0, max_ms, 2000));
+        m.term_grace_ms =
+            static_cast<std::uint32_t>(r.integer("termGraceMs", 0, max_ms, defaults::term_grace_ms));
+        m.kill_grace_ms =
+            static_cast<std::uint32_t>(r.integer("killGraceMs", 0, max_ms, defaults::kill_grace_ms));
+        m.drain_ms = static_cast<std::uint32_t>(r.integer("drainMs", 0, max_ms, defaults::drain_ms));
         m.artifact_limit = r.count("artifactLimitBytes", false, default_artifact_limit_bytes);
         m.user = r.text("user", false);
         m.keep_leftovers = r.boolean("keepLeftovers", false);

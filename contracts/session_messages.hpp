@@ -7,6 +7,7 @@
 // the first bad field, so either side can answer a malformed message with a precise `error`.
 #pragma once
 
+#include "contracts/defaults.hpp"
 #include "contracts/diagnostic.hpp"
 #include "contracts/limits.hpp"
 #include "contracts/orchestrator_messages.hpp"
@@ -27,7 +28,7 @@ inline constexpr std::int64_t session_protocol_version = 1;
 // The `run` request carries the subject's environment; 4 MiB bounds it generously.
 inline constexpr std::size_t session_line_limit_bytes = std::size_t{4} * 1024 * 1024;
 // How often a session helper says it is alive while the subject runs; the relay allows three missed beats.
-inline constexpr std::uint32_t session_heartbeat_ms = 2000;
+inline constexpr std::uint32_t session_heartbeat_ms = defaults::heartbeat_ms;
 
 enum class session_error {
     bad_line = 1,     // too long, not UTF-8, not a JSON object
@@ -69,10 +70,9 @@ struct run_request {
     bool capture_stdout = true;
     std::string scope_path;    // empty: /logs/agent/.maka-eval-<scope name>.pid
     std::string artifacts_dir; // empty: /logs/artifacts
-    std::uint32_t term_grace_ms = 20000;
-    std::uint32_t kill_grace_ms = 10000;
-    std::uint32_t drain_ms =
-        2000; // after the leader exits, how long background holders of the pipes may keep them
+    std::uint32_t term_grace_ms = defaults::term_grace_ms;
+    std::uint32_t kill_grace_ms = defaults::kill_grace_ms;
+    std::uint32_t drain_ms = defaults::drain_ms; // how long background holders of the pipes may keep them
     // Bytes of each artifact kept on disk; past it the file is truncated, while `bytes` and `sha256` still
     // cover everything the subject wrote.
     std::uint64_t artifact_limit = default_artifact_limit_bytes;

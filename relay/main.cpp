@@ -1,5 +1,5 @@
 // maka-eval-relay entry point: arguments to views, exceptions to a message and exit code 1.
-#include "relay/cli.hpp"
+#include "relay/cli/commands.hpp"
 #include "relay/support/exit_codes.hpp"
 
 #include <exception>

@@ -423,12 +423,12 @@ class bridge_session final : public helper_session {
 
 class bridge_backend final : public backend {
   public:
-    bridge_backend(asio::any_io_executor executor, const common_options& options, std::string helper_on_host)
-        : executor_(std::move(executor)), bridge_(executor_, options.bridge_fd), options_(options),
+    bridge_backend(asio::any_io_executor executor, const bridge_options& options, std::string helper_on_host)
+        : executor_(std::move(executor)), bridge_(executor_, options.fd), options_(options),
           helper_on_host_(std::move(helper_on_host)) {}
 
     std::string describe() const override {
-        return "bridge (the trial runner's environment, fd " + std::to_string(options_.bridge_fd) + ")";
+        return "bridge (the trial runner's environment, fd " + std::to_string(options_.fd) + ")";
     }
     std::optional<unsigned> engine_calls() const override { return bridge_.calls(); }
     bool streams_live() const override { return false; }
@@ -439,10 +439,10 @@ class bridge_backend final : public backend {
     // first trial costs one call more, not four; a probe that still finds no helper installs it then.
     asio::awaitable<boost::system::result<std::unique_ptr<helper_session>, relay_error>>
     open_session() override {
-        const bool ours = options_.helper_in_container.empty();
+        const bool ours = options_.helper.in_environment.empty();
         if (helper_.empty()) {
             if (!ours) {
-                helper_ = options_.helper_in_container;
+                helper_ = options_.helper.in_environment;
             } else {
                 auto name = helper_content_name(helper_on_host_);
                 if (!name) {
@@ -456,7 +456,7 @@ class bridge_backend final : public backend {
         }
         bool uploaded = false;
         bool made_executable = false;
-        if (ours && options_.bridge_fresh) {
+        if (ours && options_.fresh) {
             auto placed = co_await upload_helper();
             if (!placed) {
                 co_return placed.error();
@@ -465,7 +465,7 @@ class bridge_backend final : public backend {
         }
         for (int attempt = 0; attempt < 3; ++attempt) {
             const std::vector<std::string> probe{helper_, "probe"};
-            bridge_exec request{sh_join(probe), options_.cwd, {}, seconds(60), {}};
+            bridge_exec request{sh_join(probe), options_.subject.cwd, {}, seconds(60), {}};
             auto probed = co_await bridge_.exec(std::move(request), call_deadline);
             if (!probed) {
                 co_return relay_error{relay_errc::environment,
@@ -476,8 +476,8 @@ class bridge_backend final : public backend {
                 if (const auto* hello = std::get_if<contracts::hello_message>(&*message)) {
                     co_return std::unique_ptr<helper_session>(std::make_unique<bridge_session>(
                         std::make_shared<bridge_run>(bridge_, helper_, ours ? helper_on_host_ : std::string(),
-                                                     *hello, std::move(line), options_.bridge_switches_user,
-                                                     ours, options_.cwd, executor_)));
+                                                     *hello, std::move(line), options_.switches_user, ours,
+                                                     options_.subject.cwd, executor_)));
                 }
             }
             if (ours && probed->exit_code == 127 && !uploaded) {
@@ -511,7 +511,7 @@ class bridge_backend final : public backend {
         const auto runs_for_s = std::chrono::ceil<seconds>(runs_for);
         bridge_exec request{sh_join(args), {}, "root", seconds(60) + runs_for_s, {}};
         auto ran = co_await bridge_.exec(request, call_deadline + runs_for_s);
-        if (ran && ran->exit_code == 127 && options_.helper_in_container.empty() && !helper_.empty()) {
+        if (ran && ran->exit_code == 127 && options_.helper.in_environment.empty() && !helper_.empty()) {
             // Deleted since the probe (a root subject can): put in again, and asked once more.
             if (co_await upload_helper()) {
                 ran = co_await bridge_.exec(std::move(request), call_deadline + runs_for_s);
@@ -584,7 +584,7 @@ class bridge_backend final : public backend {
 
     asio::any_io_executor executor_;
     bridge_channel bridge_;
-    const common_options& options_;
+    const bridge_options& options_;
     std::string helper_on_host_;
     std::string helper_;
 };
@@ -592,15 +592,15 @@ class bridge_backend final : public backend {
 } // namespace
 
 boost::system::result<std::unique_ptr<backend>, relay_error>
-make_bridge_backend(const common_options& options, asio::any_io_executor executor) {
-    auto helper = helper_to_upload(options);
+make_bridge_backend(const bridge_options& options, asio::any_io_executor executor) {
+    auto helper = helper_to_upload(options.helper);
     if (!helper) {
         return helper.error();
     }
     struct stat info {};
-    if (options.bridge_fd < 0 || ::fstat(options.bridge_fd, &info) != 0 || !S_ISSOCK(info.st_mode)) {
+    if (options.fd < 0 || ::fstat(options.fd, &info) != 0 || !S_ISSOCK(info.st_mode)) {
         return relay_error{relay_errc::environment,
-                           "--bridge-fd " + std::to_string(options.bridge_fd) +
+                           "--bridge-fd " + std::to_string(options.fd) +
                                " is not an open socket: the bridge backend runs under the trial runner's "
                                "adapter (relay/harbor), which passes it"};
     }

@@ -8,11 +8,12 @@
 // `stop(delete=True)`.
 #pragma once
 
+#include "relay/backends/backend_options.hpp"
 #include "relay/trial/backend.hpp"
 
 namespace maka_eval::relay {
 
 [[nodiscard]] boost::system::result<std::unique_ptr<backend>, relay_error>
-make_bridge_backend(const common_options& options, asio::any_io_executor executor);
+make_bridge_backend(const bridge_options& options, asio::any_io_executor executor);
 
 } // namespace maka_eval::relay

@@ -77,7 +77,7 @@ class docker_session final : public helper_session {
 
 class docker_backend final : public backend {
   public:
-    docker_backend(docker_api api, const common_options& options, std::string helper_on_host)
+    docker_backend(docker_api api, const docker_options& options, std::string helper_on_host)
         : api_(std::move(api)), options_(options), helper_on_host_(std::move(helper_on_host)),
           container_(options.container) {}
 
@@ -102,7 +102,7 @@ class docker_backend final : public backend {
         if (!resolved) {
             co_return resolved.error();
         }
-        const bool ours = options_.helper_in_container.empty();
+        const bool ours = options_.helper.in_environment.empty();
         if (ours && !installs_.unused_because().empty()) {
             // Said, not silent: without the record every trial pays the install again.
             const std::string line = "maka-eval-relay: no record of helper installs is kept (" +
@@ -296,7 +296,7 @@ class docker_backend final : public backend {
         if (auto verdict = recovery_of(diagnosis.condition)) {
             co_return *verdict;
         }
-        if (resolved_ && options_.helper_in_container.empty()) {
+        if (resolved_ && options_.helper.in_environment.empty()) {
             // A root subject may have replaced or removed the helper since the session began: the cancel
             // runs a copy put in just now (within a third of the budget; a failed upload leaves the cancel
             // to say what it finds).
@@ -435,8 +435,8 @@ class docker_backend final : public backend {
         // `docker exec` would run as: the subject's identity), and its compose project (for the sidecar).
         // The helper is hashed (for its name in the container) while the engine answers it.
         boost::system::result<container_facts, relay_error> facts = relay_error{};
-        if (!options_.helper_in_container.empty()) {
-            helper_in_container_ = options_.helper_in_container; // mounted by the user (compose overlay)
+        if (!options_.helper.in_environment.empty()) {
+            helper_in_container_ = options_.helper.in_environment; // mounted by the user (compose overlay)
             facts = co_await api_.inspect_container(container_);
         } else {
             auto both = co_await (api_.inspect_container(container_) && hash_helper_between_turns());
@@ -461,9 +461,9 @@ class docker_backend final : public backend {
         oom_kills_before_ = host_oom_kills(container_pid_, container_id_);
         started_at_ = facts->started_at; // a restart from outside changes it
         readonly_rootfs_ = facts->readonly_rootfs;
-        subject_user_ = options_.user.empty() ? facts->user : options_.user;
+        subject_user_ = options_.subject.user.empty() ? facts->user : options_.subject.user;
         compose_project_ = facts->compose_project;
-        if (options_.helper_in_container.empty()) {
+        if (options_.helper.in_environment.empty()) {
             // What is at our helper's path, read from outside the container: every root exec runs this
             // build's helper or none. MAKA_EVAL_CHECK_HELPER_THROUGH_ENGINE=1 skips the look from this host
             // (the tests' way to the download a remote engine gets).
@@ -492,7 +492,7 @@ class docker_backend final : public backend {
         }
         if (auto root = installs_.root_trial(container_id_)) {
             earlier_owner_ = "owned by a root subject since an earlier trial (" + *root + ")";
-        } else if (options_.helper_in_container.empty() && installed_ != installed_copy::absent &&
+        } else if (options_.helper.in_environment.empty() && installed_ != installed_copy::absent &&
                    !installs_.knows(container_id_)) {
             // A helper of ours is there, but no record of who ran: another host's relay, another user's,
             // or a record pruned. What ran is unknown, so it counts as a root subject's.
@@ -508,7 +508,7 @@ class docker_backend final : public backend {
     // Where the container's processes cannot be seen from here (a remote engine), the record of root
     // subjects is what stands (earlier_owner()), and the log says that the reader was not checked.
     std::optional<relay_error> reader_refused(const contracts::hello_message& hello) {
-        if (!supervise_as_root_ || !options_.helper_in_container.empty()) {
+        if (!supervise_as_root_ || !options_.helper.in_environment.empty()) {
             return std::nullopt;
         }
         const auto reader = check_session_reader(container_pid_, container_id_, hello.pid, helper_on_host_);
@@ -551,7 +551,8 @@ class docker_backend final : public backend {
             cmd.push_back(helper_in_container_);
         }
         cmd.insert(cmd.end(), args.begin(), args.end());
-        return exec_spec{std::move(cmd), supervise_as_root_ ? "0" : subject_user_, options_.cwd, true};
+        return exec_spec{std::move(cmd), supervise_as_root_ ? "0" : subject_user_, options_.subject.cwd,
+                         true};
     }
 
     // Runs `work` (a helper_hashing or a host_comparison) to its end, one step per turn of the event loop, so
@@ -694,7 +695,7 @@ class docker_backend final : public backend {
     }
 
     docker_api api_;
-    const common_options& options_;
+    const docker_options& options_;
     std::string helper_on_host_;
     std::string container_;
 
@@ -722,13 +723,12 @@ class docker_backend final : public backend {
 } // namespace
 
 boost::system::result<std::unique_ptr<backend>, relay_error>
-make_docker_backend(const common_options& options, asio::any_io_executor executor) {
-    auto helper = helper_to_upload(options);
+make_docker_backend(const docker_options& options, asio::any_io_executor executor) {
+    auto helper = helper_to_upload(options.helper);
     if (!helper) {
         return helper.error();
     }
-    auto api = docker_api::open(std::move(executor), options.engine,
-                                std::chrono::milliseconds(options.engine_timeout_ms));
+    auto api = docker_api::open(std::move(executor), options.engine, options.engine_timeout);
     if (!api) {
         return api.error();
     }

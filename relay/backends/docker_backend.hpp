@@ -8,11 +8,12 @@
 // `pin-proxy` and one exec in the policy sidecar. Destroy (kill + remove) is only ever the last resort.
 #pragma once
 
+#include "relay/backends/backend_options.hpp"
 #include "relay/trial/backend.hpp"
 
 namespace maka_eval::relay {
 
 [[nodiscard]] boost::system::result<std::unique_ptr<backend>, relay_error>
-make_docker_backend(const common_options& options, asio::any_io_executor executor);
+make_docker_backend(const docker_options& options, asio::any_io_executor executor);
 
 } // namespace maka_eval::relay

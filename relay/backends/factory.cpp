@@ -1,4 +1,4 @@
-// Choosing the backend from --env (see factory.hpp).
+// Choosing the backend by its options (see factory.hpp).
 #include "relay/backends/factory.hpp"
 
 #include "relay/backends/bridge_backend.hpp"
@@ -7,17 +7,15 @@
 
 namespace maka_eval::relay {
 
-boost::system::result<std::unique_ptr<backend>, relay_error> make_backend(const common_options& options,
+boost::system::result<std::unique_ptr<backend>, relay_error> make_backend(const backend_options& options,
                                                                           asio::any_io_executor executor) {
-    switch (options.backend) {
-    case backend_kind::local:
-        return make_local_backend(options, std::move(executor));
-    case backend_kind::docker:
-        return make_docker_backend(options, std::move(executor));
-    case backend_kind::bridge:
-        return make_bridge_backend(options, std::move(executor));
+    if (const auto* local = std::get_if<local_options>(&options)) {
+        return make_local_backend(*local, std::move(executor));
     }
-    return relay_error{relay_errc::environment, "unknown backend"};
+    if (const auto* docker = std::get_if<docker_options>(&options)) {
+        return make_docker_backend(*docker, std::move(executor));
+    }
+    return make_bridge_backend(std::get<bridge_options>(options), std::move(executor));
 }
 
 } // namespace maka_eval::relay

@@ -2,6 +2,7 @@
 #include "relay/backends/helper_binary.hpp"
 
 #include "posix/executable_search.hpp"
+#include "relay/support/environment.hpp"
 
 #include <array>
 #include <cerrno>
@@ -43,10 +44,10 @@ boost::system::result<std::string, relay_error> locate_helper(const std::string&
                        "maka-eval-helper was not found: pass --helper PATH or set MAKA_EVAL_HELPER"};
 }
 
-boost::system::result<std::string, relay_error> helper_to_upload(const common_options& options) {
-    auto helper = locate_helper(options.helper_path);
+boost::system::result<std::string, relay_error> helper_to_upload(const helper_source& options) {
+    auto helper = locate_helper(options.on_host);
     if (!helper) {
-        if (!options.helper_in_container.empty()) {
+        if (!options.in_environment.empty()) {
             return boost::system::result<std::string, relay_error>(boost::system::in_place_value, "");
         }
         return helper.error();

@@ -7,8 +7,8 @@
 
 #include "contracts/digest.hpp"
 #include "posix/io.hpp"
+#include "relay/backends/backend_options.hpp"
 #include "relay/trial/backend.hpp"
-#include "relay/trial/options.hpp"
 
 #include <optional>
 #include <string>
@@ -23,7 +23,7 @@ namespace maka_eval::relay {
 [[nodiscard]] boost::system::result<std::string, relay_error> locate_helper(const std::string& configured);
 // For the docker and bridge backends: the helper file to upload, resolved past symlinks; empty when
 // --helper-in-container names one already there and none is found here.
-[[nodiscard]] boost::system::result<std::string, relay_error> helper_to_upload(const common_options& options);
+[[nodiscard]] boost::system::result<std::string, relay_error> helper_to_upload(const helper_source& options);
 // The helper's SHA-256 a chunk at a time, so that a coroutine can let other work run between chunks.
 class helper_hashing {
   public:

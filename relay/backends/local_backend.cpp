@@ -187,12 +187,12 @@ class local_backend final : public backend {
 } // namespace
 
 boost::system::result<std::unique_ptr<backend>, relay_error>
-make_local_backend(const common_options& options, asio::any_io_executor executor) {
-    auto helper = locate_helper(options.helper_path);
+make_local_backend(const local_options& options, asio::any_io_executor executor) {
+    auto helper = locate_helper(options.helper.on_host);
     if (!helper) {
         return helper.error();
     }
-    if (!options.user.empty() && ::geteuid() != 0) {
+    if (!options.subject.user.empty() && ::geteuid() != 0) {
         return relay_error{relay_errc::environment,
                            "--user on the local backend needs the relay to run as root (it supervises the "
                            "subject as root and starts it as that user)"};
@@ -217,8 +217,8 @@ make_local_backend(const common_options& options, asio::any_io_executor executor
                            "cannot create " + (work / "agent").string() + ": " + ec.message()};
     }
     std::filesystem::permissions(work / "agent", std::filesystem::perms::owner_all, ec);
-    return std::unique_ptr<backend>(std::make_unique<local_backend>(std::move(executor), std::move(*helper),
-                                                                    work, options.user, options.cwd));
+    return std::unique_ptr<backend>(std::make_unique<local_backend>(
+        std::move(executor), std::move(*helper), work, options.subject.user, options.subject.cwd));
 }
 
 } // namespace maka_eval::relay

@@ -4,11 +4,12 @@
 // /etc/hosts), so it refuses runs that require it.
 #pragma once
 
+#include "relay/backends/backend_options.hpp"
 #include "relay/trial/backend.hpp"
 
 namespace maka_eval::relay {
 
 [[nodiscard]] boost::system::result<std::unique_ptr<backend>, relay_error>
-make_local_backend(const common_options& options, asio::any_io_executor executor);
+make_local_backend(const local_options& options, asio::any_io_executor executor);
 
 } // namespace maka_eval::relay

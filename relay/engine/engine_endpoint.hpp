@@ -13,6 +13,7 @@
 // Only paths are decided here; the files are read when the backend starts (engine_tls.hpp).
 #pragma once
 
+#include "relay/support/environment.hpp"
 #include "relay/support/error.hpp"
 
 #include <optional>
@@ -21,9 +22,6 @@
 #include <boost/system/result.hpp>
 
 namespace maka_eval::relay {
-
-// `getenv` is passed in so tests control the environment.
-using env_lookup = std::optional<std::string> (*)(const char* name);
 
 enum class engine_transport { unix_socket, tcp, tls };
 

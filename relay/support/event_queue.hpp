@@ -14,6 +14,8 @@
 // nothing.
 #pragma once
 
+#include "relay/support/relay_clock.hpp"
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -27,7 +29,6 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/experimental/channel.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 namespace maka_eval::relay {
@@ -35,7 +36,7 @@ namespace maka_eval::relay {
 template <class Event>
 class event_queue {
   public:
-    using clock_type = std::chrono::steady_clock;
+    using clock_type = relay_clock; // tests move it (relay_clock.hpp)
 
     explicit event_queue(const boost::asio::any_io_executor& executor, std::size_t capacity = 256)
         : state_(std::make_shared<state>(executor, capacity)), timer_(executor) {}
@@ -125,7 +126,7 @@ class event_queue {
     };
 
     std::shared_ptr<state> state_;
-    boost::asio::steady_timer timer_;
+    relay_timer timer_;
 };
 
 } // namespace maka_eval::relay

@@ -7,7 +7,7 @@
 // and the trial runner's environment object (relay/backends/, which the trial does not depend on).
 #pragma once
 
-#include "relay/trial/options.hpp"
+#include "relay/support/error.hpp"
 
 #include <chrono>
 #include <memory>

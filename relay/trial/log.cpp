@@ -42,6 +42,10 @@ void phase_log::emit(std::string_view name, std::string_view level, std::initial
         }
     }
     line.push_back('\n');
+    if (into_ != nullptr) {
+        into_->append(line);
+        return;
+    }
     (void)::write(STDERR_FILENO, line.data(), line.size());
 }
 

@@ -4,8 +4,6 @@
 // log line (the run transcript is printed separately, on request, by `run`).
 #pragma once
 
-#include "relay/trial/options.hpp"
-
 #include <chrono>
 #include <exception>
 #include <initializer_list>
@@ -15,9 +13,13 @@
 
 namespace maka_eval::relay {
 
+enum class log_format { text, json };
+
 class phase_log {
   public:
-    phase_log(log_format format, bool quiet) : format_(format), quiet_(quiet) {}
+    // `into`: the lines go there instead of stderr (the trial's in-process tests read them).
+    phase_log(log_format format, bool quiet, std::string* into = nullptr)
+        : format_(format), quiet_(quiet), into_(into) {}
     using field = std::pair<std::string_view, std::string>;
     // Logs `phase` with the time since the previous phase (or since start) and the given fields; a field
     // whose value is empty is left out (it does not apply to this trial).
@@ -28,6 +30,7 @@ class phase_log {
     void emit(std::string_view name, std::string_view level, std::initializer_list<field> fields);
     log_format format_;
     bool quiet_;
+    std::string* into_;
     std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 

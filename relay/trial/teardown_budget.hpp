@@ -7,6 +7,8 @@
 // inside that span at the start of the run, so a short budget is met by a short settle, not by a destroy.
 #pragma once
 
+#include "relay/support/relay_clock.hpp"
+
 #include <chrono>
 #include <optional>
 
@@ -31,7 +33,7 @@ struct settle_graces {
 
 class teardown_deadline {
   public:
-    using clock_type = std::chrono::steady_clock;
+    using clock_type = relay_clock;
     explicit teardown_deadline(milliseconds budget) : budget_(budget) {}
 
     // Starts the budget now unless something started it already; either way, when everything must be over.

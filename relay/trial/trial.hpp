@@ -1,29 +1,68 @@
 // One trial, as the original relay runs it (docs/protocol.md), on one Asio thread.
 //
-// connect → helper session and `hello` (cwd) → egress gate → `ready` → `execute` (validated in the
-// original's order) → `run` to the helper → the first of: the subject's report, a control line or EOF from
-// the orchestrator (transport loss: settle, no `executed`), SIGTERM (framework timeout) or SIGINT (host
-// teardown) → `executed` → `verify`. Settling asks the helper to stop the scope within the teardown budget
-// less the stop reserve (min(20 s, 20 %)); past it the environment is destroyed.
+// The trial passes through named phases (`trial_phase` below, each one function in trial.cpp); every
+// source of events — the orchestrator's lines, the helper's messages, signals — is read by its own
+// coroutine into one queue, and the events every phase shares (a signal, the orchestrator gone, the helper
+// session ended) are answered in one place. Settling asks the helper to stop the scope within the teardown
+// budget less the destroy reserve (teardown_budget.hpp); past it the environment is destroyed, unless
+// something outside the subject (a paused container, an engine that is down) explains the silence.
 #pragma once
 
+#include "contracts/orchestrator_messages.hpp"
+#include "contracts/session_messages.hpp"
 #include "relay/trial/backend.hpp"
 #include "relay/trial/follow_sink.hpp"
 #include "relay/trial/log.hpp"
-#include "relay/trial/options.hpp"
+#include "relay/trial/teardown_budget.hpp"
 
-#include <functional>
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/ip/tcp.hpp>
 
 namespace maka_eval::relay {
 
-// What `connect` was given (or what `run` made up for its loopback orchestrator), and, for `run --follow`,
-// where the subject's output is shown as it comes.
-struct trial_config : connect_options {
-    follow_sink* follow = nullptr;
+// The trial's phases, in the order a completed trial passes them. A cancellation or transport loss leaves
+// `supervising` for `settling`; a supervisor that vanished leaves it for `recovering`; every phase may end
+// the trial (`done`).
+enum class trial_phase {
+    connecting,      // TCP to the orchestrator, before any environment work (as the original)
+    opening_session, // the helper session, until its `hello` (cwd, isolation evidence)
+    gating,          // egress: the policy sidecar's namespace, the subject's evidence, the proxy pin
+    offering,        // `ready` sent, waiting for one `execute`
+    starting,        // the reused-environment check, then `run` to the helper
+    supervising,     // the subject runs: its report, or a cancel, a lost transport, a silent supervisor
+    settling,        // the helper stops the subject's scope within the budget; destroy past it
+    recovering,      // the supervisor vanished: settle without it, destroy as the last resort
+    reporting,       // `executed` sent: waiting for `verify`
+    lingering,       // `executed` sent after a cancel: the original's second for `verify`, then close
+    done,
+};
+[[nodiscard]] std::string_view to_string(trial_phase phase);
+
+// What the trial needs to know, and nothing about where it came from (the command line, `run`'s loopback
+// orchestrator, the benchmark): the CLI fills it in (relay/cli/).
+struct trial_config {
+    std::string host; // the orchestrator
+    std::uint16_t port = 0;
+    std::string token;       // the relay token: in every message, never logged
+    std::string instruction; // sent in `ready`
+    settle_graces graces{milliseconds(contracts::defaults::term_grace_ms),
+                         milliseconds(contracts::defaults::kill_grace_ms),
+                         milliseconds(contracts::defaults::drain_ms)};
+    milliseconds teardown_budget{contracts::defaults::teardown_timeout_ms};
+    bool egress_required = false;           // MAKA_EVAL_EGRESS_REQUIRED == "1"
+    std::optional<std::string> egress_host; // MAKA_EVAL_EGRESS_ALLOWED_HOST
+    std::string policy_sidecar;             // the service holding the network policy
+    contracts::variables task_environment;  // under what `execute` sets
+    std::vector<std::string> mask;          // variables masked like credentials
+    std::uint64_t artifact_limit = contracts::default_artifact_limit_bytes;
+    bool keep_leftovers = false;         // leave what earlier subjects left running
+    bool trust_reused_container = false; // credentials may go where an earlier root subject ran
+    follow_sink* follow = nullptr;       // `--follow`: where the subject's output is shown live
 };
 
 // What happened, for the exit code and for `run`'s transcript.

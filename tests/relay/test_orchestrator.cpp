@@ -5,7 +5,7 @@
 //       [ARG...]
 // Prints "port N" once listening, then the transcript as one JSON object when the exchange is over.
 #include "contracts/wire_json.hpp"
-#include "relay/trial/loopback_orchestrator.hpp"
+#include "relay/cli/loopback_orchestrator.hpp"
 
 #include <cstdlib>
 #include <iostream>

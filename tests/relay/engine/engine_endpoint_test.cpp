@@ -4,8 +4,8 @@
 // tests/e2e/docker_tls_test.cpp covers those.
 #include "contracts/digest.hpp"
 #include "in_container/fixture.hpp"
+#include "relay/cli/options.hpp"
 #include "relay/engine/engine_endpoint.hpp"
-#include "relay/trial/options.hpp"
 
 #include <fstream>
 #include <map>

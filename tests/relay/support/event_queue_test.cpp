@@ -15,7 +15,7 @@ namespace {
 namespace asio = boost::asio;
 using maka_eval::relay::event_queue;
 using namespace std::chrono_literals;
-using clock_type = std::chrono::steady_clock;
+using clock_type = maka_eval::relay::relay_clock;
 
 // Runs `body` to completion on a fresh io_context; a failure it throws fails the test.
 template <class Body>
@@ -69,7 +69,7 @@ TEST_CASE("a deadline ends its own wait, and an earlier wait's deadline never en
         auto first = co_await queue.next(clock_type::now() + 10ms);
         REQUIRE(first);
         CHECK(*first == "first");
-        asio::steady_timer later(executor, 40ms);
+        maka_eval::relay::relay_timer later(executor, 40ms);
         later.async_wait([&queue](boost::system::error_code) { queue.post("second"); });
         auto second = co_await queue.next(std::nullopt);
         REQUIRE(second);

@@ -1,5 +1,5 @@
 // The loopback orchestrator (see loopback_orchestrator.hpp).
-#include "relay/trial/loopback_orchestrator.hpp"
+#include "relay/cli/loopback_orchestrator.hpp"
 
 #include "contracts/limits.hpp"
 #include "contracts/wire_json.hpp"

@@ -1,5 +1,5 @@
 // The relay's command line: --env as a typed backend choice, and the options that only go together.
-#include "relay/trial/options.hpp"
+#include "relay/cli/options.hpp"
 
 #include <string>
 #include <vector>

@@ -1,15 +1,17 @@
 // maka-eval-relay's commands (see cli.hpp). Each builds one io_context, runs the trial on this thread and
 // turns its outcome into an exit code; exceptions stop here.
-#include "relay/cli.hpp"
+#include "relay/cli/commands.hpp"
 
 #include "contracts/secret.hpp"
 #include "contracts/wire_json.hpp"
 #include "relay/backends/factory.hpp"
+#include "relay/cli/loopback_orchestrator.hpp"
+#include "relay/cli/options.hpp"
+#include "relay/cli/run_transcript.hpp"
 #include "relay/engine/docker_api.hpp"
 #include "relay/support/exit_codes.hpp"
 #include "relay/support/random_hex.hpp"
 #include "relay/trial/follow_sink.hpp"
-#include "relay/trial/loopback_orchestrator.hpp"
 #include "relay/trial/trial.hpp"
 
 #include <chrono>
@@ -30,27 +32,6 @@
 
 namespace maka_eval::relay {
 namespace {
-
-std::string_view exit_name(int code) {
-    switch (code) {
-    case exit_success:
-        return "success";
-    case exit_usage:
-        return "usage";
-    case exit_transport_lost:
-        return "transport-lost";
-    case exit_refused:
-        return "refused";
-    case exit_environment:
-        return "environment";
-    case exit_cancelled:
-        return "cancelled";
-    case exit_host_teardown:
-        return "host-teardown";
-    default:
-        return "internal-error";
-    }
-}
 
 int usage_failure(const std::string& message) {
     std::cerr << "maka-eval-relay: " << message << "\n(see maka-eval-relay --help)\n";
@@ -76,7 +57,7 @@ trial_outcome drive(boost::asio::io_context& context, const trial_config& config
 }
 
 // The backend the options name, or nullptr after saying why it cannot be had.
-std::unique_ptr<backend> backend_for(const common_options& options, boost::asio::io_context& context) {
+std::unique_ptr<backend> backend_for(const backend_options& options, boost::asio::io_context& context) {
     auto env = make_backend(options, context.get_executor());
     if (!env) {
         std::cerr << "maka-eval-relay: " << env.error().message << "\n";
@@ -110,7 +91,8 @@ int connect_command(std::span<const std::string_view> args) {
         return usage_failure(options.error().message);
     }
     boost::asio::io_context context;
-    auto env = backend_for(options->common, context);
+    const auto environment = backend_options_of(options->common);
+    auto env = backend_for(environment, context);
     if (!env) {
         return exit_environment;
     }
@@ -122,13 +104,18 @@ int connect_command(std::span<const std::string_view> args) {
         ::fcntl(options->follow_fd, F_SETFD, FD_CLOEXEC);
         follow.emplace(context.get_executor(), log, options->follow_fd, options->follow_fd);
     }
-    // A copy: the backend keeps a reference to options->common. Both copies of the secrets are wiped.
-    trial_config config{*options, follow ? &*follow : nullptr};
+    auto config = trial_config_of(options->common);
+    config.host = options->host;
+    config.port = options->port;
+    config.token = options->token;
+    config.instruction = options->instruction;
+    config.follow = follow ? &*follow : nullptr;
     const int code = drive(context, config, *env, log).exit_code;
-    for (auto* held : {&*options, static_cast<connect_options*>(&config)}) {
-        contracts::wipe(held->token);
-        contracts::wipe_values(held->common.task_environment);
-    }
+    // Both copies of the secrets are wiped.
+    contracts::wipe(options->token);
+    contracts::wipe(config.token);
+    contracts::wipe_values(options->common.task_environment);
+    contracts::wipe_values(config.task_environment);
     return code;
 }
 
@@ -167,6 +154,24 @@ int locate_command(std::span<const std::string_view> args) {
     return exit_success;
 }
 
+// The loopback orchestrator of `run`, scripted with the command line's subject.
+orchestrator_script script_of(const run_options& options) {
+    orchestrator_script script;
+    script.request.argv = options.argv;
+    script.request.environment = options.environment;
+    script.request.credentials = options.credentials;
+    script.request.result_token = random_hex(16);
+    script.request.capture_stdout = options.capture_stdout;
+    return script;
+}
+
+// `--rm`: the directory the local backend made (mkdtemp) for this trial alone, scope file and artifacts.
+std::string remove_work_dir(const std::string& artifacts) {
+    std::error_code failed;
+    std::filesystem::remove_all(std::filesystem::path(artifacts).parent_path(), failed);
+    return failed ? artifacts + " (could not be removed: " + failed.message() + ")" : "(removed: --rm)";
+}
+
 int run_command(std::span<const std::string_view> args) {
     if (asks_help(args, "run")) {
         return exit_success;
@@ -176,18 +181,13 @@ int run_command(std::span<const std::string_view> args) {
         return usage_failure(options.error().message);
     }
     boost::asio::io_context context;
-    auto env = backend_for(options->common, context);
+    const auto environment = backend_options_of(options->common);
+    auto env = backend_for(environment, context);
     if (!env) {
         return exit_environment;
     }
-    orchestrator_script script;
-    script.request.argv = options->argv;
-    script.request.environment = options->environment;
-    script.request.credentials = options->credentials;
-    script.request.result_token = random_hex(16);
-    script.request.capture_stdout = options->capture_stdout;
     const std::string token = random_hex(24);
-    loopback_orchestrator orchestrator(context.get_executor(), token, script);
+    loopback_orchestrator orchestrator(context.get_executor(), token, script_of(*options));
     transcript seen;
     boost::asio::co_spawn(context, orchestrator.serve(), [&](const std::exception_ptr& error, transcript t) {
         seen = std::move(t);
@@ -202,96 +202,28 @@ int run_command(std::span<const std::string_view> args) {
         follow.emplace(context.get_executor(), log, options->json ? STDERR_FILENO : STDOUT_FILENO,
                        STDERR_FILENO);
     }
-    trial_config config{
-        connect_options{options->common, "127.0.0.1", orchestrator.port(), token, options->instruction},
-        follow ? &*follow : nullptr};
+    auto config = trial_config_of(options->common);
+    config.host = "127.0.0.1";
+    config.port = orchestrator.port();
+    config.token = token;
+    config.instruction = options->instruction;
+    config.follow = follow ? &*follow : nullptr;
     const auto outcome = drive(context, config, *env, log);
-    const int code = outcome.exit_code;
     contracts::wipe_values(options->common.task_environment);
-    contracts::wipe_values(config.common.task_environment);
-    std::string artifacts = env->artifacts_dir();
-    if (options->remove_work_dir) {
-        // The directory the local backend made (mkdtemp) for this trial alone: scope file and artifacts.
-        std::error_code failed;
-        std::filesystem::remove_all(std::filesystem::path(artifacts).parent_path(), failed);
-        artifacts =
-            failed ? artifacts + " (could not be removed: " + failed.message() + ")" : "(removed: --rm)";
-    }
-    // The subject's own code, as docker run gives it, when asked and when the trial completed.
-    const std::int64_t subject_code =
-        seen.executed && seen.executed->at("termination").as_string() == "exited"
-            ? seen.executed->at("exitCode").as_int64()
-            : 0;
-    const auto final_code = [&] {
-        return options->exit_with_subject && code == exit_success ? static_cast<int>(subject_code & 0xFF)
-                                                                  : code;
-    };
+    contracts::wipe_values(config.task_environment);
+    const std::string artifacts = env->artifacts_dir();
+    const run_summary summary{seen, outcome, options->exit_with_subject,
+                              options->remove_work_dir ? remove_work_dir(artifacts) : artifacts,
+                              options->remove_work_dir};
     if (follow && !options->json && !follow->stdout_at_line_start()) {
         std::cout << "\n"; // the summary starts a line of its own after output that did not end one
     }
     if (options->json) {
-        boost::json::object out;
-        out["ready"] = seen.ready ? boost::json::value(*seen.ready) : nullptr;
-        out["executed"] = seen.executed ? boost::json::value(*seen.executed) : nullptr;
-        out["exit"] = code;
-        out["outcome"] = exit_name(code);
-        out["artifacts"] = artifacts;
-        out["usage"] = outcome.usage ? boost::json::value(contracts::to_json(*outcome.usage)) : nullptr;
-        if (!seen.failure.empty()) {
-            out["orchestrator"] = seen.failure;
-        }
-        if (code != exit_success && !outcome.message.empty()) {
-            out["error"] = outcome.message; // what the log said, for whoever reads only the object
-        }
-        if (!outcome.stderr_tail.empty()) {
-            out["stderrTail"] = outcome.stderr_tail;
-        }
-        if (!outcome.trusted_reuse.empty()) {
-            out["trustedReusedContainer"] = outcome.trusted_reuse; // --trust-reused-container took effect
-        }
-        std::cout << contracts::to_wire(out) << "\n";
-        return final_code();
-    }
-    if (seen.ready) {
-        std::cout << "ready       cwd " << seen.ready->at("cwd").as_string().c_str() << "\n";
-    }
-    if (seen.executed) {
-        const auto& e = *seen.executed;
-        std::cout << "executed    " << e.at("termination").as_string().c_str() << ", exit code "
-                  << e.at("exitCode").as_int64() << "\n"
-                  << "frame       " << contracts::to_wire(e.at("stdout"))
-                  << " (the decoded result frame; what the subject printed is in the artifacts)\n"
-                  << "diagnostic  " << contracts::to_wire(e.at("diagnostic")) << "\n";
-        if (subject_code != 0 && !outcome.stderr_tail.empty()) {
-            // Why it failed, without opening the artifacts: the end of its stderr, indented.
-            std::string tail = outcome.stderr_tail;
-            while (!tail.empty() && tail.back() == '\n') {
-                tail.pop_back();
-            }
-            std::string indented;
-            for (const char ch : tail) {
-                indented += ch;
-                if (ch == '\n') {
-                    indented += "            ";
-                }
-            }
-            std::cout << "stderr      " << indented << "\n";
-        }
+        print_json(std::cout, summary);
     } else {
-        std::cout << "executed    (none" << (seen.failure.empty() ? "" : ": " + seen.failure) << ")\n";
+        print_text(std::cout, summary);
     }
-    if (outcome.usage) {
-        const auto& u = *outcome.usage;
-        std::cout << "usage       cpu " << u.user_ms << " ms user + " << u.system_ms << " ms sys, peak RSS "
-                  << u.peak_rss_kib << " KiB, " << u.processes
-                  << (u.processes == 1 ? " process, " : " processes, ") << u.wall_ms << " ms wall\n";
-    }
-    std::cout << "artifacts   " << artifacts << (options->remove_work_dir ? "" : " (kept)") << "\n"
-              << "relay exit  " << final_code() << " ("
-              << (final_code() == code ? std::string(exit_name(code))
-                                       : std::string("the subject's exit code"))
-              << ")\n";
-    return final_code();
+    return summary.exit_code();
 }
 
 int run_cli(std::span<const std::string_view> args) {

@@ -1,15 +1,23 @@
-// The relay's command line and environment: `connect` (production) and `run` (manual debugging).
+// The relay's command line and environment: `connect` (production), `run` (manual debugging), `locate`.
 //
+// One table of options (options.cpp) is both the parser and the help: each row names an option, its value,
+// the commands that take it, what it does (its default from contracts/defaults.hpp) and how it is applied.
+// What is read here is handed on narrow: the trial gets a `trial_config`, the backend its own options.
 // Secrets never come from argv: the relay token comes from MAKA_EVAL_RELAY_TOKEN or a 0600 --token-file,
 // `run --credential NAME` takes the value from the relay's own environment. Egress settings come from
 // MAKA_EVAL_EGRESS_REQUIRED and MAKA_EVAL_EGRESS_ALLOWED_HOST, as for the original.
 #pragma once
 
+#include "contracts/defaults.hpp"
 #include "contracts/limits.hpp"
 #include "contracts/orchestrator_messages.hpp"
 #include "policy/egress_gate.hpp"
+#include "relay/backends/backend_options.hpp"
 #include "relay/engine/engine_endpoint.hpp"
+#include "relay/support/environment.hpp"
 #include "relay/support/error.hpp"
+#include "relay/trial/log.hpp"
+#include "relay/trial/trial.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -22,22 +30,20 @@
 
 namespace maka_eval::relay {
 
-enum class log_format { text, json };
-
 // Where the subject runs (--env): here, in a Docker container, or in the trial runner's environment.
 enum class backend_kind { local, docker, bridge };
 
+// The options every command shares, as the command line gives them.
 struct common_options {
     backend_kind backend = backend_kind::local;
     std::string container;   // docker: the container (name or id) of --env docker:CONTAINER
     std::string helper_path; // empty: next to the relay binary, then the build tree, then PATH
     std::string work_dir;    // local backend: where scope and artifacts go (empty: a new temp dir)
     std::string cwd;         // the subject's working directory (empty: the environment's own default)
-    std::uint32_t term_grace_ms = 20000;
-    std::uint32_t kill_grace_ms = 10000;
-    std::int64_t teardown_timeout_ms = 110000;
-    // docker: how long one engine request (or an exec's first answer) may go unanswered before it fails.
-    std::uint32_t engine_timeout_ms = 30000;
+    std::uint32_t term_grace_ms = contracts::defaults::term_grace_ms;
+    std::uint32_t kill_grace_ms = contracts::defaults::kill_grace_ms;
+    std::int64_t teardown_timeout_ms = contracts::defaults::teardown_timeout_ms;
+    std::uint32_t engine_timeout_ms = contracts::defaults::engine_timeout_ms;
     log_format log = log_format::text;
     bool quiet = false;
     bool egress_required = false;           // MAKA_EVAL_EGRESS_REQUIRED == "1"
@@ -53,14 +59,10 @@ struct common_options {
     bool bridge_fresh = false;              // bridge: no trial ran in this environment yet (install first)
     std::string user;                       // docker, local as root: the subject's user (docker exec -u)
     std::uint64_t artifact_limit = contracts::default_artifact_limit_bytes; // per artifact, on disk
-    bool keep_leftovers = false; // do not stop what earlier trials' subjects left running
-    // Credentials may go into a container an earlier root subject owned (docs/security.md says what that
-    // gives up); the log and the JSON object say so.
-    bool trust_reused_container = false;
-    // --mask NAME: variables whose values are masked out of the subject's output like credentials' values.
-    std::vector<std::string> mask;
-    // The task's own environment (Harbor's _persistent_env), from --task-env-fd: under `execute`'s.
-    contracts::variables task_environment;
+    bool keep_leftovers = false;           // do not stop what earlier trials' subjects left running
+    bool trust_reused_container = false;   // credentials may go where an earlier root subject ran
+    std::vector<std::string> mask;         // --mask NAME: values masked like credentials' values
+    contracts::variables task_environment; // --task-env-fd: the task's own environment, under `execute`'s
 };
 
 struct connect_options {
@@ -85,8 +87,6 @@ struct run_options {
     std::string instruction = "manual run";
 };
 
-[[nodiscard]] std::optional<std::string> process_env(const char* name);
-
 [[nodiscard]] boost::system::result<connect_options, relay_error>
 parse_connect(std::span<const std::string_view> args, env_lookup env = &process_env);
 [[nodiscard]] boost::system::result<run_options, relay_error>
@@ -96,14 +96,18 @@ parse_run(std::span<const std::string_view> args, env_lookup env = &process_env)
 [[nodiscard]] boost::system::result<common_options, relay_error>
 parse_locate(std::span<const std::string_view> args, env_lookup env = &process_env);
 
+// What the backend and the trial are given of the command line.
+[[nodiscard]] backend_options backend_options_of(const common_options& options);
+[[nodiscard]] trial_config trial_config_of(const common_options& options);
+
 // The original's rule: a positive integer, else "Maka Eval teardown timeout is invalid".
 [[nodiscard]] std::optional<std::int64_t> parse_teardown_timeout(std::string_view text);
 
 // Reads a secret file: a regular file owned by us and not accessible to group or others.
 [[nodiscard]] boost::system::result<std::string, relay_error> read_secret_file(const std::string& path);
 
-[[nodiscard]] std::string_view usage_text();
-// `run --help` / `connect --help`: that command's usage and the options it takes.
+// Every command's usage, or one command's ("connect", "run", "locate"): from the option table.
+[[nodiscard]] std::string usage_text();
 [[nodiscard]] std::string command_usage_text(std::string_view command);
 
 } // namespace maka_eval::relay
