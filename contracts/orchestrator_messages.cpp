@@ -3,6 +3,7 @@
 
 #include "contracts/limits.hpp"
 #include "contracts/result_frame.hpp"
+#include "contracts/table_category.hpp"
 #include "contracts/wire_json.hpp"
 
 #include <algorithm>
@@ -13,40 +14,21 @@ namespace {
 
 namespace json = boost::json;
 
-class message_category_impl final : public boost::system::error_category {
-  public:
-    const char* name() const noexcept override { return "maka_eval.message"; }
-    std::string message(int value) const override {
-        // The first ten are the original relay's exact texts; the orchestrator and operators grep for them.
-        switch (static_cast<message_error>(value)) {
-        case message_error::invalid_relay_message:
-            return "invalid Maka Eval relay message";
-        case message_error::invalid_credentials:
-            return "invalid Maka Eval credentials";
-        case message_error::invalid_environment:
-            return "invalid Maka Eval environment";
-        case message_error::environment_overlaps_credentials:
-            return "Maka Eval environment overlaps credentials";
-        case message_error::invalid_stdout_policy:
-            return "invalid Maka Eval stdout policy";
-        case message_error::invalid_result_token:
-            return "invalid Maka Eval result token";
-        case message_error::reserved_name:
-            return "Maka Eval environment contains a reserved name";
-        case message_error::invalid_environment_name:
-            return "invalid Maka Eval environment name";
-        case message_error::invalid_credential_name:
-            return "invalid Maka Eval credential name";
-        case message_error::invalid_command:
-            return "invalid Maka Eval command";
-        case message_error::invalid_ready:
-            return "relay sent an invalid ready message";
-        case message_error::invalid_execution_result:
-            return "relay returned an invalid execution result";
-        }
-        return "unknown message error";
-    }
-};
+// The first ten are the original relay's exact texts; the orchestrator and operators grep for them.
+constexpr name_table<message_error, 12> message_category_messages{{
+    {message_error::invalid_relay_message, "invalid Maka Eval relay message"},
+    {message_error::invalid_credentials, "invalid Maka Eval credentials"},
+    {message_error::invalid_environment, "invalid Maka Eval environment"},
+    {message_error::environment_overlaps_credentials, "Maka Eval environment overlaps credentials"},
+    {message_error::invalid_stdout_policy, "invalid Maka Eval stdout policy"},
+    {message_error::invalid_result_token, "invalid Maka Eval result token"},
+    {message_error::reserved_name, "Maka Eval environment contains a reserved name"},
+    {message_error::invalid_environment_name, "invalid Maka Eval environment name"},
+    {message_error::invalid_credential_name, "invalid Maka Eval credential name"},
+    {message_error::invalid_command, "invalid Maka Eval command"},
+    {message_error::invalid_ready, "relay sent an invalid ready message"},
+    {message_error::invalid_execution_result, "relay returned an invalid execution result"},
+}};
 
 bool has_nul(std::string_view text) {
     return text.find('\0') != std::string_view::npos;
@@ -83,7 +65,8 @@ std::string line(const json::object& object) {
 } // namespace
 
 const boost::system::error_category& message_category() noexcept {
-    static const message_category_impl instance;
+    static const table_category instance("maka_eval.message", message_category_messages,
+                                         "unknown message error");
     return instance;
 }
 

@@ -3,25 +3,17 @@
 
 #include "contracts/limits.hpp"
 #include "contracts/python_text.hpp"
+#include "contracts/table_category.hpp"
 
 #include <algorithm>
 
 namespace maka_eval::contracts {
 namespace {
 
-class frame_category_impl final : public boost::system::error_category {
-  public:
-    const char* name() const noexcept override { return "maka_eval.frame"; }
-    std::string message(int value) const override {
-        switch (static_cast<frame_error>(value)) {
-        case frame_error::invalid_token:
-            return "invalid Maka Eval result token";
-        case frame_error::payload_too_large:
-            return "Maka Eval result payload exceeds 2048 bytes";
-        }
-        return "unknown frame error";
-    }
-};
+constexpr name_table<frame_error, 2> frame_category_messages{{
+    {frame_error::invalid_token, "invalid Maka Eval result token"},
+    {frame_error::payload_too_large, "Maka Eval result payload exceeds 2048 bytes"},
+}};
 
 } // namespace
 
@@ -89,7 +81,7 @@ projection whole_carrier(category kind, const carrier& finished) {
 } // namespace
 
 const boost::system::error_category& frame_category() noexcept {
-    static const frame_category_impl instance;
+    static const table_category instance("maka_eval.frame", frame_category_messages, "unknown frame error");
     return instance;
 }
 

@@ -5,6 +5,7 @@
 #include "contracts/name_table.hpp"
 #include "contracts/python_text.hpp"
 #include "contracts/result_frame.hpp"
+#include "contracts/table_category.hpp"
 #include "contracts/utf8.hpp"
 #include "contracts/wire_json.hpp"
 
@@ -18,23 +19,12 @@ namespace {
 
 namespace json = boost::json;
 
-class session_category_impl final : public boost::system::error_category {
-  public:
-    const char* name() const noexcept override { return "maka_eval.session"; }
-    std::string message(int value) const override {
-        switch (static_cast<session_error>(value)) {
-        case session_error::bad_line:
-            return "session line is not a JSON object";
-        case session_error::unknown_kind:
-            return "unknown session message kind";
-        case session_error::version_mismatch:
-            return "session protocol version mismatch";
-        case session_error::bad_field:
-            return "invalid session message field";
-        }
-        return "unknown session error";
-    }
-};
+constexpr name_table<session_error, 4> session_category_messages{{
+    {session_error::bad_line, "session line is not a JSON object"},
+    {session_error::unknown_kind, "unknown session message kind"},
+    {session_error::version_mismatch, "session protocol version mismatch"},
+    {session_error::bad_field, "invalid session message field"},
+}};
 
 // Reads typed fields from one object and remembers the first one that is wrong.
 class reader {
@@ -313,7 +303,8 @@ failure bad_field(std::string where) {
 } // namespace
 
 const boost::system::error_category& session_category() noexcept {
-    static const session_category_impl instance;
+    static const table_category instance("maka_eval.session", session_category_messages,
+                                         "unknown session error");
     return instance;
 }
 

@@ -1,6 +1,7 @@
 // Python-compatible JSON writing and bounded NDJSON line parsing (see wire_json.hpp).
 #include "contracts/wire_json.hpp"
 
+#include "contracts/table_category.hpp"
 #include "contracts/utf8.hpp"
 
 #include <boost/json/parse.hpp>
@@ -9,23 +10,12 @@
 namespace maka_eval::contracts {
 namespace {
 
-class line_category_impl final : public boost::system::error_category {
-  public:
-    const char* name() const noexcept override { return "maka_eval.line"; }
-    std::string message(int value) const override {
-        switch (static_cast<line_error>(value)) {
-        case line_error::too_long:
-            return "message line exceeds the size limit";
-        case line_error::not_utf8:
-            return "message line is not UTF-8";
-        case line_error::malformed_json:
-            return "message line is not JSON";
-        case line_error::not_an_object:
-            return "message line is not a JSON object";
-        }
-        return "unknown line error";
-    }
-};
+constexpr name_table<line_error, 4> line_category_messages{{
+    {line_error::too_long, "message line exceeds the size limit"},
+    {line_error::not_utf8, "message line is not UTF-8"},
+    {line_error::malformed_json, "message line is not JSON"},
+    {line_error::not_an_object, "message line is not a JSON object"},
+}};
 
 void append_u_escape(std::string& out, unsigned value) {
     static constexpr char digits[] = "0123456789abcdef";
@@ -138,7 +128,7 @@ std::string to_wire(const boost::json::value& value) {
 }
 
 const boost::system::error_category& line_category() noexcept {
-    static const line_category_impl instance;
+    static const table_category instance("maka_eval.line", line_category_messages, "unknown line error");
     return instance;
 }
 

@@ -49,8 +49,8 @@ boost::system::result<scope_place, std::string> open_scope_place(const std::stri
     scope_place place;
     place.name = slash == std::string::npos ? path : path.substr(slash + 1);
     std::string failed_at;
-    place.directory = open_directory_creating(directory, 0755, &failed_at);
-    if (place.directory < 0 && errno == ELOOP) {
+    place.directory = posix::unique_fd(open_directory_creating(directory, 0755, &failed_at));
+    if (!place.directory && errno == ELOOP) {
         return "the scope record's directory " + directory + " is reached through a symbolic link (" +
                failed_at + "): nothing is written there";
     }

@@ -6,6 +6,8 @@
 // never starts if it cannot be written (the original's exit 111 semantics).
 #pragma once
 
+#include "posix/io.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -31,11 +33,11 @@ struct scope_record {
 
 // Where the record at `path` goes: its directory, opened once (made 0755 as /logs/artifacts is, when the
 // image has no /logs) and never through a symbolic link, and the record's name in it; the record is made
-// and removed relative to that descriptor (the caller closes it). A directory reached through a link (a
+// and removed relative to that descriptor. A directory reached through a link (a
 // /logs/agent an earlier subject pointed elsewhere) is refused naming the link; for any other failure
 // `directory` is -1 and the supervisor gives the original's answer (exit 111).
 struct scope_place {
-    int directory = -1;
+    posix::unique_fd directory;
     std::string name;
 };
 [[nodiscard]] boost::system::result<scope_place, std::string> open_scope_place(const std::string& path);

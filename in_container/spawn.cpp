@@ -114,35 +114,30 @@ spawn_outcome spawn_subject(const spawn_plan& plan) {
     const auto candidates = posix::exec_candidates(plan.argv.front(), path);
     const auto groups = plan.identity ? group_list(*plan.identity) : std::vector<gid_t>();
 
-    int status_pipe[2];
-    if (::pipe2(status_pipe, O_CLOEXEC) != 0) {
+    auto status_pipe = posix::make_pipe();
+    if (!status_pipe) {
         return {spawn_status::fork_failed, -1, errno};
     }
-    const int null_fd = open_retry("/dev/null", O_RDWR);
-    const pid_t pid = null_fd < 0 ? -1 : ::fork();
+    const posix::unique_fd null_fd(open_retry("/dev/null", O_RDWR));
+    const pid_t pid = !null_fd ? -1 : ::fork();
     if (pid == 0) {
-        ::close(status_pipe[0]);
-        child(plan, status_pipe[1], null_fd, argv, envp, candidates, groups);
+        ::close(status_pipe.read.get()); // the child never returns: it execs or _exits
+        child(plan, status_pipe.write.get(), null_fd.get(), argv, envp, candidates, groups);
     }
     const int fork_error = errno;
-    ::close(status_pipe[1]);
-    if (null_fd >= 0) {
-        ::close(null_fd);
-    }
+    status_pipe.write = posix::unique_fd(); // the child's end alone keeps it open, until its exec
     if (pid < 0) {
-        ::close(status_pipe[0]);
         return {spawn_status::fork_failed, -1, fork_error};
     }
     char message[1 + sizeof(int)] = {};
     std::size_t got = 0;
     while (got < sizeof message) {
-        const ssize_t n = posix::read_retry(status_pipe[0], message + got, sizeof message - got);
+        const ssize_t n = posix::read_retry(status_pipe.read.get(), message + got, sizeof message - got);
         if (n <= 0) {
             break;
         }
         got += static_cast<std::size_t>(n);
     }
-    ::close(status_pipe[0]);
     if (got == 0) {
         return {spawn_status::started, pid, 0};
     }

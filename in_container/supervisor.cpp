@@ -56,10 +56,7 @@ std::string signal_name(int sig) {
 class supervision {
   public:
     supervision(run_request& request, const supervisor_io& io) : request_(request), io_(io) {}
-    ~supervision() {
-        close_fd(lock_fd_);
-        close_fd(scope_.directory);
-    }
+    ~supervision() = default;
     supervision(const supervision&) = delete;
     supervision& operator=(const supervision&) = delete;
 
@@ -67,13 +64,6 @@ class supervision {
 
   private:
     enum class phase { running, draining, terminating, killing, done };
-
-    static void close_fd(int& fd) {
-        if (fd >= 0) {
-            ::close(fd);
-            fd = -1;
-        }
-    }
 
     // Before the subject: its user, the root-only state, the scope record's place, the trial lock, the
     // leftovers of earlier trials, the artifacts and the maskers.
@@ -123,7 +113,7 @@ class supervision {
     std::optional<std::string> state_directory_; // root-only, when we are root
     pid_t drainer_ = -1;
     std::optional<follow_output> follow_; // session mode with `follow`: output to the relay as it comes
-    int lock_fd_ = -1;                    // one trial at a time (lock_trial), held while we supervise
+    posix::unique_fd lock_fd_;            // one trial at a time (lock_trial), held while we supervise
     scope_place scope_;                   // the scope record's directory (opened without links) and name
 };
 
@@ -163,8 +153,8 @@ boost::system::result<void, supervision_error> supervision::prepare() {
     const std::string artifacts =
         request_.artifacts_dir.empty() ? std::string(contracts::artifacts_directory) : request_.artifacts_dir;
     if (const auto state = state_directory_ ? state_directory_ : root_state_directory()) {
-        lock_fd_ = lock_trial(*state, artifacts);
-        if (lock_fd_ < 0 && errno == EWOULDBLOCK) {
+        lock_fd_ = posix::unique_fd(lock_trial(*state, artifacts));
+        if (!lock_fd_ && errno == EWOULDBLOCK) {
             return supervision_error{contracts::helper_fault::spawn_failed,
                                      "another trial is already running in this environment (with " +
                                          artifacts +
@@ -242,23 +232,23 @@ boost::system::result<report_message, supervision_error> supervision::run() {
     if (auto prepared = prepare(); !prepared) {
         return prepared.error();
     }
-    int out_pipe[2] = {-1, -1};
-    int err_pipe[2] = {-1, -1};
-    if ((request_.capture_stdout && ::pipe2(out_pipe, O_CLOEXEC) != 0) || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    auto out_pipe = request_.capture_stdout ? posix::make_pipe() : posix::pipe_ends{};
+    auto err_pipe = posix::make_pipe();
+    if ((request_.capture_stdout && !out_pipe) || !err_pipe) {
         return supervision_error{contracts::helper_fault::spawn_failed,
                                  std::string("pipe: ") + std::strerror(errno)};
     }
     // captureStdout:false sends stdout where the original's `>/dev/null` sent it.
-    const int null_fd = request_.capture_stdout ? -1 : open_retry("/dev/null", O_WRONLY);
+    posix::unique_fd null_fd(request_.capture_stdout ? -1 : open_retry("/dev/null", O_WRONLY));
     const auto self = read_status(::getpid());
     spawn_plan plan;
     plan.argv = request_.argv;
     plan.environment = subject_environment();
     plan.cwd = request_.cwd;
-    plan.scope_directory = scope_.directory;
+    plan.scope_directory = scope_.directory.get();
     plan.scope_name = scope_.name;
-    plan.stdout_fd = request_.capture_stdout ? out_pipe[1] : null_fd;
-    plan.stderr_fd = err_pipe[1];
+    plan.stdout_fd = request_.capture_stdout ? out_pipe.write.get() : null_fd.get();
+    plan.stderr_fd = err_pipe.write.get();
     plan.supervisor = ::getpid();
     plan.supervisor_start = self ? self->start_time : 0;
     plan.identity = identity_;
@@ -276,13 +266,12 @@ boost::system::result<report_message, supervision_error> supervision::run() {
     }
     contracts::wipe_values(request_.environment);
     contracts::wipe_values(request_.credentials);
-    close_fd(out_pipe[1]);
-    close_fd(err_pipe[1]);
-    if (null_fd >= 0) {
-        ::close(null_fd);
-    }
-    artifacts_.out.fd = out_pipe[0];
-    artifacts_.err.fd = err_pipe[0];
+    // The subject holds the write ends now: ours close, so that its exit is our EOF.
+    out_pipe.write = posix::unique_fd();
+    err_pipe.write = posix::unique_fd();
+    null_fd = posix::unique_fd();
+    artifacts_.out.fd = out_pipe.read.release();
+    artifacts_.err.fd = err_pipe.read.release();
     if (spawned_.status == spawn_status::fork_failed) {
         return supervision_error{contracts::helper_fault::spawn_failed,
                                  std::string("fork: ") + std::strerror(spawned_.error)};
@@ -528,7 +517,7 @@ void supervision::settle(const std::string& reason) {
 }
 
 void supervision::hand_off_streams() {
-    drainer_ = drain_in_background(artifacts_.out, artifacts_.err, {io_.signal_fd, lock_fd_});
+    drainer_ = drain_in_background(artifacts_.out, artifacts_.err, {io_.signal_fd, lock_fd_.get()});
 }
 
 report_message supervision::report() {
@@ -545,7 +534,7 @@ report_message supervision::report() {
     // Reap the leader last: until now its zombie kept the pgid from being reused.
     ::waitpid(spawned_.pid, nullptr, WNOHANG);
     if (spawned_.status == spawn_status::started) {
-        (void)::unlinkat(scope_.directory, scope_.name.c_str(), 0);
+        (void)::unlinkat(scope_.directory.get(), scope_.name.c_str(), 0);
     }
     if (spawned_.status == spawn_status::scope_unavailable) {
         // The carrier the original's wrapper produced in this case: exactly one line, exit 111.

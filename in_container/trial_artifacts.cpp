@@ -32,21 +32,7 @@ std::string not_replaceable_because(const std::string& dir, const std::string& p
 
 } // namespace
 
-namespace {
-
-void close_fd(int& fd) {
-    if (fd >= 0) {
-        ::close(fd);
-        fd = -1;
-    }
-}
-
-} // namespace
-
-trial_artifacts::~trial_artifacts() {
-    close_fd(usage_fd_);
-    close_fd(receipt_fd_);
-}
+trial_artifacts::~trial_artifacts() = default;
 
 boost::system::result<void, std::string> trial_artifacts::open(const std::string& dir, gid_t group,
                                                                std::uint64_t limit) {
@@ -62,16 +48,30 @@ boost::system::result<void, std::string> trial_artifacts::open(const std::string
     }
     store_.emplace(std::move(*store));
     // The small files get their disk space now: a subject that fills the disk still gets its receipt.
-    for (const auto& [fd, name, reserve] :
-         {std::tuple{&out.artifact, contracts::stdout_artifact_name, std::size_t{0}},
-          std::tuple{&err.artifact, contracts::stderr_artifact_name, std::size_t{0}},
-          std::tuple{&usage_fd_, contracts::usage_artifact_name, std::size_t{4096}},
-          std::tuple{&receipt_fd_, contracts::receipt_artifact_name, std::size_t{4096}}}) {
-        if ((*fd = store_->create(name, reserve)) < 0) {
+    const auto create = [&](std::string_view name,
+                            std::size_t reserve) -> boost::system::result<int, std::string> {
+        const int fd = store_->create(name, reserve);
+        if (fd < 0) {
             const int error = errno;
             const std::string path = dir + "/" + std::string(name);
             return path + ": " + std::strerror(error) + not_replaceable_because(dir, path, error);
         }
+        return fd;
+    };
+    for (auto* stream : {&out, &err}) {
+        auto fd = create(stream->name, 0);
+        if (!fd) {
+            return fd.error();
+        }
+        stream->artifact = *fd;
+    }
+    for (const auto& [owner, name] : {std::pair{&usage_fd_, contracts::usage_artifact_name},
+                                      std::pair{&receipt_fd_, contracts::receipt_artifact_name}}) {
+        auto fd = create(name, 4096);
+        if (!fd) {
+            return fd.error();
+        }
+        *owner = posix::unique_fd(*fd);
     }
     return {};
 }
@@ -83,7 +83,7 @@ void trial_artifacts::mask_with(const contracts::secret_masker& masker) {
 
 void trial_artifacts::write_usage(const contracts::subject_usage& usage) {
     const std::string line = contracts::to_wire(contracts::to_json(usage)) + "\n";
-    if (write_all(usage_fd_, line)) {
+    if (write_all(usage_fd_.get(), line)) {
         usage_digest_.update(line);
         usage_bytes_ = line.size();
     } else {
@@ -98,19 +98,19 @@ void trial_artifacts::publish(bool drained) {
     std::vector<contracts::artifact_receipt> entries{out.receipt_entry(drained), err.receipt_entry(drained)};
     contracts::artifact_receipt usage_entry{
         std::string(contracts::usage_artifact_name), usage_bytes_, usage_digest_.hex(), true, {}, 0};
-    if (usage_fd_ >= 0 && ::fdatasync(usage_fd_) != 0) {
+    if (usage_fd_ && ::fdatasync(usage_fd_.get()) != 0) {
         usage_entry.complete = false;
         usage_entry.incomplete = std::string("the disk refused a write: ") + std::strerror(errno);
     }
     entries.push_back(std::move(usage_entry));
-    close_fd(usage_fd_);
+    usage_fd_ = posix::unique_fd();
     // Synced itself before the report goes out, so that `executed` never precedes what it vouches for.
     const std::string text = contracts::to_wire(contracts::to_json(entries)) + "\n";
-    if (!write_all(receipt_fd_, text) || ::fdatasync(receipt_fd_) != 0) {
+    if (!write_all(receipt_fd_.get(), text) || ::fdatasync(receipt_fd_.get()) != 0) {
         log_line("cannot write " + std::string(contracts::receipt_artifact_name) + ": " +
                  std::strerror(errno));
     }
-    close_fd(receipt_fd_);
+    receipt_fd_ = posix::unique_fd();
     for (const auto name : {contracts::stdout_artifact_name, contracts::stderr_artifact_name,
                             contracts::usage_artifact_name, contracts::receipt_artifact_name}) {
         if (!store_->publish(name)) {

@@ -9,6 +9,7 @@
 #include "contracts/session_messages.hpp"
 #include "in_container/artifact_store.hpp"
 #include "in_container/captured_stream.hpp"
+#include "posix/io.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -43,8 +44,8 @@ class trial_artifacts {
   private:
     std::string directory_;
     std::optional<artifact_store> store_;
-    int usage_fd_ = -1;
-    int receipt_fd_ = -1;
+    posix::unique_fd usage_fd_;
+    posix::unique_fd receipt_fd_;
     contracts::sha256 usage_digest_;
     std::uint64_t usage_bytes_ = 0;
 };

@@ -1,29 +1,20 @@
 // docker-exec user specs against passwd/group text (see user_spec.hpp).
 #include "policy/user_spec.hpp"
 
+#include "contracts/table_category.hpp"
+
 #include <charconv>
 #include <optional>
 
 namespace maka_eval::policy {
 namespace {
 
-class user_category_impl final : public boost::system::error_category {
-  public:
-    [[nodiscard]] const char* name() const noexcept override { return "maka-eval.user"; }
-    [[nodiscard]] std::string message(int value) const override {
-        switch (static_cast<user_error>(value)) {
-        case user_error::empty_spec:
-            return "the user spec names no user";
-        case user_error::unknown_user:
-            return "no matching entries in passwd file";
-        case user_error::unknown_group:
-            return "no matching entries in group file";
-        case user_error::malformed_spec:
-            return "the user spec is not name|uid[:group|gid]";
-        }
-        return "unknown user error";
-    }
-};
+constexpr contracts::name_table<user_error, 4> user_category_messages{{
+    {user_error::empty_spec, "the user spec names no user"},
+    {user_error::unknown_user, "no matching entries in passwd file"},
+    {user_error::unknown_group, "no matching entries in group file"},
+    {user_error::malformed_spec, "the user spec is not name|uid[:group|gid]"},
+}};
 
 std::optional<std::uint32_t> numeric_id(std::string_view text) {
     std::uint32_t value = 0;
@@ -76,7 +67,8 @@ bool lists_member(std::string_view members, std::string_view name) {
 } // namespace
 
 const boost::system::error_category& user_category() noexcept {
-    static const user_category_impl instance;
+    static const contracts::table_category instance("maka-eval.user", user_category_messages,
+                                                    "unknown user error");
     return instance;
 }
 

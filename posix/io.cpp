@@ -96,6 +96,14 @@ unique_fd::~unique_fd() {
     }
 }
 
+pipe_ends make_pipe() {
+    int ends[2] = {-1, -1};
+    if (::pipe2(ends, O_CLOEXEC) != 0) {
+        return {};
+    }
+    return {unique_fd(ends[0]), unique_fd(ends[1])};
+}
+
 int unique_fd::release() {
     const int fd = fd_;
     fd_ = -1;

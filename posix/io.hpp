@@ -57,4 +57,12 @@ class unique_fd {
     int fd_ = -1;
 };
 
+// A close-on-exec pipe whose ends close themselves; errno set and both ends empty on failure.
+struct pipe_ends {
+    unique_fd read;
+    unique_fd write;
+    [[nodiscard]] explicit operator bool() const { return static_cast<bool>(read); }
+};
+[[nodiscard]] pipe_ends make_pipe();
+
 } // namespace maka_eval::posix

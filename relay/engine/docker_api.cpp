@@ -3,6 +3,7 @@
 
 #include "contracts/secret.hpp"
 #include "contracts/wire_json.hpp"
+#include "relay/engine/engine_connection.hpp"
 #include "relay/engine/engine_replies.hpp"
 #include "relay/engine/engine_tls.hpp"
 #include "relay/support/tcp_endpoints.hpp"
@@ -41,151 +42,6 @@ using local_socket = asio::local::stream_protocol::socket;
 using tcp_socket = asio::ip::tcp::socket;
 using tls_stream = beast::ssl_stream<tcp_socket>;
 
-// Reaching the engine and the TLS handshake: a remote engine that does not answer must not hold a trial.
-constexpr auto connect_timeout = std::chrono::seconds(15);
-
-// One connection to the engine: unix, TCP, or TLS over TCP.
-struct connection {
-    std::variant<local_socket, tcp_socket, tls_stream> socket;
-    beast::flat_buffer buffer;
-    tls_verify_note note; // what verification found wrong (TLS only)
-
-    template <typename F>
-    decltype(auto) visit(F&& f) {
-        return std::visit(std::forward<F>(f), socket);
-    }
-    SSL* ssl() {
-        auto* tls = std::get_if<tls_stream>(&socket);
-        return tls != nullptr ? tls->native_handle() : nullptr;
-    }
-    // Ends whatever is pending on the connection (it completes with an error).
-    void close() {
-        visit([](auto& s) {
-            boost::system::error_code ignored;
-            beast::get_lowest_layer(s).close(ignored);
-        });
-    }
-    asio::any_io_executor executor() {
-        return visit([](auto& s) { return asio::any_io_executor(s.get_executor()); });
-    }
-};
-
-// Closes a connection when `timeout` passes before the deadline is lifted, so that a pending write or read
-// ends with an error: an engine that accepts and never answers cannot hold a trial. A timer handler rather
-// than a cancelled operation, so it works the same for every layer (unix, TCP, TLS) and for the Beast
-// operations on top. The handler may run after its deadline is gone: it only touches the shared state,
-// and the connection only while the deadline is armed (the connection outlives an armed deadline).
-class connection_deadline {
-  public:
-    connection_deadline(connection& c, std::chrono::milliseconds timeout)
-        : timer_(c.executor(), timeout), state_(std::make_shared<state>()) {
-        state_->c = &c;
-        timer_.async_wait([s = state_](boost::system::error_code ec) {
-            if (!ec && s->c != nullptr) {
-                s->fired = true;
-                s->c->close();
-            }
-        });
-    }
-    connection_deadline(const connection_deadline&) = delete;
-    connection_deadline& operator=(const connection_deadline&) = delete;
-    ~connection_deadline() { lift(); }
-    void lift() {
-        state_->c = nullptr;
-        timer_.cancel();
-    }
-    [[nodiscard]] bool fired() const { return state_->fired; }
-
-  private:
-    struct state {
-        connection* c = nullptr;
-        bool fired = false;
-    };
-    asio::steady_timer timer_;
-    std::shared_ptr<state> state_;
-};
-
-// `what` failed on connection `c`. Over TLS the reason may be the handshake's (with TLS 1.3 the engine
-// refuses a client certificate only once the client's side of the handshake is done, so the first read
-// fails): then the TLS failure is the whole story.
-std::string failure_text(connection& c, const engine_endpoint& engine, const std::string& what,
-                         const boost::system::error_code& ec) {
-    if (c.ssl() != nullptr &&
-        (ec.category() == asio::error::get_ssl_category() || ::SSL_get_verify_result(c.ssl()) != X509_V_OK)) {
-        return describe_tls_failure(ec, c.ssl(), c.note, engine);
-    }
-    return what + ": " + ec.message();
-}
-
-template <typename Operation>
-asio::awaitable<boost::system::error_code> within_connect_timeout(Operation operation) {
-    asio::steady_timer timer(co_await asio::this_coro::executor, connect_timeout);
-    auto done = co_await (operation() || timer.async_wait(as_tuple(use_awaitable)));
-    if (done.index() == 1) {
-        co_return asio::error::timed_out;
-    }
-    co_return std::get<0>(std::get<0>(done));
-}
-
-asio::awaitable<boost::system::result<std::unique_ptr<connection>, relay_error>>
-open_connection(const engine_endpoint& engine, asio::ssl::context* tls, const tls_session_cache& sessions) {
-    auto executor = co_await asio::this_coro::executor;
-    auto unreachable = [&](const std::string& why) {
-        return relay_error{relay_errc::engine,
-                           "cannot reach the Docker engine at " + engine.url() + ": " + why};
-    };
-    if (engine.transport == engine_transport::unix_socket) {
-        auto c = std::make_unique<connection>(connection{local_socket(executor), {}, {}});
-        auto& socket = std::get<local_socket>(c->socket);
-        const asio::local::stream_protocol::endpoint path(engine.path);
-        const auto ec = co_await within_connect_timeout(
-            [&] { return socket.async_connect(path, as_tuple(use_awaitable)); });
-        if (ec == asio::error::access_denied) {
-            co_return unreachable(ec.message() +
-                                  " (the engine's socket admits root and the docker group: run as "
-                                  "root, or add this user to it: usermod -aG docker USER)");
-        }
-        if (ec) {
-            co_return unreachable(ec.message());
-        }
-        co_return c;
-    }
-    const std::string host = engine.host; // named: GCC 12 and temporaries in a co_await's operands
-    const std::string port = engine.port;
-    auto resolved = co_await tcp_endpoints(executor, host, port);
-    if (!resolved) {
-        co_return unreachable(resolved.error().message());
-    }
-    const auto& endpoints = *resolved;
-    tcp_socket socket(executor);
-    const auto cec = co_await within_connect_timeout(
-        [&] { return asio::async_connect(socket, endpoints, as_tuple(use_awaitable)); });
-    if (cec) {
-        co_return unreachable(cec.message());
-    }
-    boost::system::error_code no_delay_failed; // only a latency hint: the connection works without it
-    socket.set_option(asio::ip::tcp::no_delay(true), no_delay_failed);
-    if (engine.transport == engine_transport::tcp) {
-        co_return std::make_unique<connection>(connection{std::move(socket), {}, {}});
-    }
-    auto c = std::make_unique<connection>(connection{tls_stream(std::move(socket), *tls), {}, {}});
-    auto& stream = std::get<tls_stream>(c->socket);
-    if (!expect_engine_identity(stream.native_handle(), engine, c->note)) {
-        co_return unreachable("cannot set up TLS for host " + engine.host);
-    }
-    sessions.resume(stream.native_handle());
-    const auto hec = co_await within_connect_timeout(
-        [&] { return stream.async_handshake(asio::ssl::stream_base::client, as_tuple(use_awaitable)); });
-    if (hec) {
-        co_return relay_error{relay_errc::engine,
-                              hec == asio::error::timed_out
-                                  ? "the TLS handshake with the Docker engine at " + engine.url() +
-                                        " did not finish in " + std::to_string(connect_timeout.count()) + " s"
-                                  : describe_tls_failure(hec, stream.native_handle(), c->note, engine)};
-    }
-    co_return c;
-}
-
 // The body is referenced, not copied: an upload body is a whole helper binary.
 http::request<http::span_body<const char>> make_request(http::verb verb, const std::string& target,
                                                         std::string_view body,
@@ -200,127 +56,6 @@ http::request<http::span_body<const char>> make_request(http::verb verb, const s
     }
     return req;
 }
-
-// The demultiplexed exec stream.
-class hijacked_stream final : public exec_stream {
-  public:
-    hijacked_stream(std::unique_ptr<connection> c, std::string leftover)
-        : c_(std::move(c)), raw_(std::move(leftover)) {}
-
-    asio::awaitable<bool> write(std::string data) override {
-        auto [ec, n] = co_await c_->visit(
-            [&](auto& s) { return asio::async_write(s, asio::buffer(data), as_tuple(use_awaitable)); });
-        contracts::wipe(data); // it may be the `run` request with credentials
-        co_return !ec;
-    }
-
-    asio::awaitable<std::optional<std::string>> read_line(std::size_t limit) override {
-        while (true) {
-            const auto newline = out_.find('\n');
-            if (newline != std::string::npos) {
-                std::string line = out_.substr(0, newline);
-                out_.erase(0, newline + 1);
-                co_return line;
-            }
-            if (out_.size() > limit) {
-                co_return std::nullopt;
-            }
-            // co_await only as a statement of its own: GCC 12 miscompiles it inside conditions.
-            const bool more = co_await next_frame();
-            if (!more) {
-                co_return std::nullopt;
-            }
-        }
-    }
-
-    asio::awaitable<std::string> read_rest(std::size_t limit) override {
-        while (out_.size() <= limit) {
-            const bool more = co_await next_frame();
-            if (!more) {
-                break;
-            }
-        }
-        co_return std::move(out_);
-    }
-
-    // Over TLS too this shuts down only the socket's sending side, with no close_notify first: that would
-    // need an asynchronous write while a read may be pending. The engine (Go's crypto/tls) takes a clean
-    // end of the stream at a record boundary as EOF, which is what the exec's stdin then gets.
-    void close_stdin() override {
-        c_->visit([](auto& s) {
-            boost::system::error_code ignored;
-            beast::get_lowest_layer(s).shutdown(asio::socket_base::shutdown_send, ignored);
-        });
-    }
-
-    void close() override { c_->close(); }
-
-    void expire_after(std::optional<std::chrono::milliseconds> timeout) override {
-        expired_ = expired_ || (deadline_ && deadline_->fired());
-        deadline_.reset();
-        if (timeout) {
-            deadline_.emplace(*c_, *timeout);
-        }
-    }
-    bool expired() const override { return expired_ || (deadline_ && deadline_->fired()); }
-
-    const std::string& stderr_text() const override { return err_; }
-
-  private:
-    // Reads one frame: [stream, 0, 0, 0, size (big-endian u32)] then `size` bytes. A header that is not
-    // the engine's format, or announces more than the frame limit, ends the stream with a clear message.
-    asio::awaitable<bool> next_frame() {
-        const bool header = co_await fill(8);
-        if (!header) {
-            co_return false;
-        }
-        const auto parsed = parse_frame_header(std::string_view(raw_).substr(0, 8));
-        if (!parsed) {
-            const std::string line = "maka-eval-relay: " + parsed.error().message + "\n";
-            (void)::write(STDERR_FILENO, line.data(), line.size());
-            close();
-            co_return false;
-        }
-        const std::size_t size = parsed->size;
-        const unsigned char stream = parsed->stream;
-        const bool body = co_await fill(8 + size);
-        if (!body) {
-            co_return false;
-        }
-        const std::string_view payload(raw_.data() + 8, size);
-        if (stream == 2) {
-            // The helper's log: passed on to ours, and a bounded copy kept for one-shot execs.
-            (void)::write(STDERR_FILENO, payload.data(), payload.size());
-            if (err_.size() < 65536) {
-                err_.append(payload.substr(0, 65536 - err_.size()));
-            }
-        } else {
-            out_.append(payload);
-        }
-        raw_.erase(0, 8 + size);
-        co_return true;
-    }
-
-    asio::awaitable<bool> fill(std::size_t need) {
-        char chunk[65536];
-        while (raw_.size() < need) {
-            auto [ec, n] = co_await c_->visit(
-                [&](auto& s) { return s.async_read_some(asio::buffer(chunk), as_tuple(use_awaitable)); });
-            if (ec) {
-                co_return false;
-            }
-            raw_.append(chunk, n);
-        }
-        co_return true;
-    }
-
-    std::unique_ptr<connection> c_;
-    std::optional<connection_deadline> deadline_; // destroyed before c_: it points to it
-    bool expired_ = false;
-    std::string raw_;
-    std::string out_;
-    std::string err_;
-};
 
 } // namespace
 
@@ -579,8 +314,7 @@ docker_api::start_exec(std::string container, std::string exec_id) {
     const auto data = (*c)->buffer.data();
     std::string leftover(static_cast<const char*>(data.data()), data.size());
     (*c)->buffer.consume(data.size());
-    co_return std::unique_ptr<exec_stream>(
-        std::make_unique<hijacked_stream>(std::move(*c), std::move(leftover)));
+    co_return make_exec_stream(std::move(*c), std::move(leftover));
 }
 
 asio::awaitable<boost::system::result<std::optional<int>, relay_error>>

@@ -11,6 +11,7 @@
 #include "relay/engine/engine_endpoint.hpp"
 #include "relay/engine/engine_replies.hpp"
 #include "relay/engine/engine_tls.hpp"
+#include "relay/engine/exec_stream.hpp"
 #include "relay/support/error.hpp"
 
 #include <chrono>
@@ -42,25 +43,6 @@ struct exec_spec {
     std::string user;        // empty: the container's default user
     std::string working_dir; // empty: the container's
     bool attach_stdin = false;
-};
-
-// One attached exec: write to its stdin, read its stdout line by line, stderr goes to `on_stderr`.
-class exec_stream {
-  public:
-    virtual ~exec_stream() = default;
-    virtual asio::awaitable<bool> write(std::string data) = 0;
-    // The next stdout line without "\n" (at most `limit` bytes); nullopt at the end of the stream.
-    virtual asio::awaitable<std::optional<std::string>> read_line(std::size_t limit) = 0;
-    // Everything left on stdout until the stream ends, at most `limit` bytes.
-    virtual asio::awaitable<std::string> read_rest(std::size_t limit) = 0;
-    virtual void close_stdin() = 0; // half-close: the process sees EOF on stdin
-    virtual void close() = 0;
-    // Once `timeout` has passed from now, the stream is closed whatever it is doing (a pending read or write
-    // then ends); nullopt lifts the deadline. For the waits that must not outlast the engine's answer.
-    virtual void expire_after(std::optional<std::chrono::milliseconds> timeout) = 0;
-    // Whether the stream ended because its deadline passed.
-    [[nodiscard]] virtual bool expired() const = 0;
-    [[nodiscard]] virtual const std::string& stderr_text() const = 0; // kept for one-shot execs (bounded)
 };
 
 class docker_api {

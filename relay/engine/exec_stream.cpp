@@ -1,0 +1,146 @@
+// The attached exec's stream (see exec_stream.hpp): the engine's multiplexed framing decoded, stdin
+// half-closed on request, a deadline that closes the connection under a pending read or write.
+#include "contracts/secret.hpp"
+#include "relay/engine/engine_connection.hpp"
+#include "relay/engine/engine_replies.hpp"
+
+#include <unistd.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
+namespace maka_eval::relay {
+namespace {
+
+using asio::as_tuple;
+using asio::use_awaitable;
+
+// The demultiplexed exec stream.
+class hijacked_stream final : public exec_stream {
+  public:
+    hijacked_stream(std::unique_ptr<connection> c, std::string leftover)
+        : c_(std::move(c)), raw_(std::move(leftover)) {}
+
+    asio::awaitable<bool> write(std::string data) override {
+        auto [ec, n] = co_await c_->visit(
+            [&](auto& s) { return asio::async_write(s, asio::buffer(data), as_tuple(use_awaitable)); });
+        contracts::wipe(data); // it may be the `run` request with credentials
+        co_return !ec;
+    }
+
+    asio::awaitable<std::optional<std::string>> read_line(std::size_t limit) override {
+        while (true) {
+            const auto newline = out_.find('\n');
+            if (newline != std::string::npos) {
+                std::string line = out_.substr(0, newline);
+                out_.erase(0, newline + 1);
+                co_return line;
+            }
+            if (out_.size() > limit) {
+                co_return std::nullopt;
+            }
+            // co_await only as a statement of its own: GCC 12 miscompiles it inside conditions.
+            const bool more = co_await next_frame();
+            if (!more) {
+                co_return std::nullopt;
+            }
+        }
+    }
+
+    asio::awaitable<std::string> read_rest(std::size_t limit) override {
+        while (out_.size() <= limit) {
+            const bool more = co_await next_frame();
+            if (!more) {
+                break;
+            }
+        }
+        co_return std::move(out_);
+    }
+
+    // Over TLS too this shuts down only the socket's sending side, with no close_notify first: that would
+    // need an asynchronous write while a read may be pending. The engine (Go's crypto/tls) takes a clean
+    // end of the stream at a record boundary as EOF, which is what the exec's stdin then gets.
+    void close_stdin() override {
+        c_->visit([](auto& s) {
+            boost::system::error_code ignored;
+            beast::get_lowest_layer(s).shutdown(asio::socket_base::shutdown_send, ignored);
+        });
+    }
+
+    void close() override { c_->close(); }
+
+    void expire_after(std::optional<std::chrono::milliseconds> timeout) override {
+        expired_ = expired_ || (deadline_ && deadline_->fired());
+        deadline_.reset();
+        if (timeout) {
+            deadline_.emplace(*c_, *timeout);
+        }
+    }
+    bool expired() const override { return expired_ || (deadline_ && deadline_->fired()); }
+
+    const std::string& stderr_text() const override { return err_; }
+
+  private:
+    // Reads one frame: [stream, 0, 0, 0, size (big-endian u32)] then `size` bytes. A header that is not
+    // the engine's format, or announces more than the frame limit, ends the stream with a clear message.
+    asio::awaitable<bool> next_frame() {
+        const bool header = co_await fill(8);
+        if (!header) {
+            co_return false;
+        }
+        const auto parsed = parse_frame_header(std::string_view(raw_).substr(0, 8));
+        if (!parsed) {
+            const std::string line = "maka-eval-relay: " + parsed.error().message + "\n";
+            (void)::write(STDERR_FILENO, line.data(), line.size());
+            close();
+            co_return false;
+        }
+        const std::size_t size = parsed->size;
+        const unsigned char stream = parsed->stream;
+        const bool body = co_await fill(8 + size);
+        if (!body) {
+            co_return false;
+        }
+        const std::string_view payload(raw_.data() + 8, size);
+        if (stream == 2) {
+            // The helper's log: passed on to ours, and a bounded copy kept for one-shot execs.
+            (void)::write(STDERR_FILENO, payload.data(), payload.size());
+            if (err_.size() < 65536) {
+                err_.append(payload.substr(0, 65536 - err_.size()));
+            }
+        } else {
+            out_.append(payload);
+        }
+        raw_.erase(0, 8 + size);
+        co_return true;
+    }
+
+    asio::awaitable<bool> fill(std::size_t need) {
+        char chunk[65536];
+        while (raw_.size() < need) {
+            auto [ec, n] = co_await c_->visit(
+                [&](auto& s) { return s.async_read_some(asio::buffer(chunk), as_tuple(use_awaitable)); });
+            if (ec) {
+                co_return false;
+            }
+            raw_.append(chunk, n);
+        }
+        co_return true;
+    }
+
+    std::unique_ptr<connection> c_;
+    std::optional<connection_deadline> deadline_; // destroyed before c_: it points to it
+    bool expired_ = false;
+    std::string raw_;
+    std::string out_;
+    std::string err_;
+};
+
+} // namespace
+
+std::unique_ptr<exec_stream> make_exec_stream(std::unique_ptr<connection> c, std::string leftover) {
+    return std::make_unique<hijacked_stream>(std::move(c), std::move(leftover));
+}
+
+} // namespace maka_eval::relay
