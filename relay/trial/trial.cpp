@@ -515,7 +515,7 @@ asio::awaitable<trial_phase> trial::gate() {
         co_return cancelled_before_start(first_signal_);
     }
     if (*refusal) {
-        co_return end(exit_environment, std::move(**refusal));
+        co_return end(exit_environment, **refusal);
     }
     co_return trial_phase::offering;
 }
@@ -574,8 +574,9 @@ asio::awaitable<trial_phase> trial::offer() {
 // starting: the reused-environment check, the graces fitted into the budget, `run` to the helper.
 asio::awaitable<trial_phase> trial::start() {
     const auto owner = env_.earlier_owner();
-    if (auto refusal = refuse_secrets(*request_, config_, owner)) {
-        co_return end(exit_refused, std::move(*refusal));
+    const auto refusal = refuse_secrets(*request_, config_, owner);
+    if (refusal) {
+        co_return end(exit_refused, *refusal);
     }
     const bool secrets = !request_->credentials.empty() || !config_.task_environment.empty();
     if (secrets && !owner.empty()) {

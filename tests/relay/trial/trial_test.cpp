@@ -16,6 +16,11 @@ using namespace maka_eval;
 using namespace maka_eval::test;
 using namespace std::chrono_literals;
 
+// As `kill -TERM` from outside would: the trial's own signal handling takes it.
+void signal_self(int sig) {
+    REQUIRE(::raise(sig) == 0);
+}
+
 bool said(const fake_trial& t, std::string_view text) {
     return t.log.find(text) != std::string::npos;
 }
@@ -138,7 +143,7 @@ TEST_CASE(
         helper.on_message = [&helper](const contracts::session_message& m) {
             if (std::holds_alternative<contracts::run_request>(m)) {
                 helper.say(contracts::started_message{42, 42, 1});
-                ::raise(SIGTERM);
+                signal_self(SIGTERM);
             } else if (std::holds_alternative<contracts::cancel_request>(m)) {
                 helper.say(report(143, true));
             }
@@ -159,7 +164,7 @@ TEST_CASE("trial: SIGINT is host teardown: the subject is settled and nothing is
         helper.on_message = [&helper](const contracts::session_message& m) {
             if (std::holds_alternative<contracts::run_request>(m)) {
                 helper.say(contracts::started_message{42, 42, 1});
-                ::raise(SIGINT);
+                signal_self(SIGINT);
             } else if (const auto* cancel = std::get_if<contracts::cancel_request>(&m)) {
                 CHECK(cancel->reason == "host-teardown");
                 helper.say(report(130, true));
@@ -177,7 +182,7 @@ TEST_CASE("trial: a helper silent past the settle span: destroy within what is l
         helper.on_message = [&helper](const contracts::session_message& m) {
             if (std::holds_alternative<contracts::run_request>(m)) {
                 helper.say(contracts::started_message{42, 42, 1});
-                ::raise(SIGTERM);
+                signal_self(SIGTERM);
             } else if (std::holds_alternative<contracts::cancel_request>(m)) {
                 pass_time(helper.executor(), 95s); // past the 90 s settle span, silent
             }
@@ -199,7 +204,7 @@ TEST_CASE("trial: a container paused through the whole settle span is left pause
         helper.on_message = [&helper](const contracts::session_message& m) {
             if (std::holds_alternative<contracts::run_request>(m)) {
                 helper.say(contracts::started_message{42, 42, 1});
-                ::raise(SIGTERM);
+                signal_self(SIGTERM);
             } else if (std::holds_alternative<contracts::cancel_request>(m)) {
                 pass_time(helper.executor(), 100s);
             }
@@ -218,7 +223,7 @@ TEST_CASE("trial: the helper vanishing while settling is recovered within the sa
         helper.on_message = [&helper](const contracts::session_message& m) {
             if (std::holds_alternative<contracts::run_request>(m)) {
                 helper.say(contracts::started_message{42, 42, 1});
-                ::raise(SIGTERM);
+                signal_self(SIGTERM);
             } else if (std::holds_alternative<contracts::cancel_request>(m)) {
                 pass_time(helper.executor(), 30s);
                 boost::asio::post(helper.executor(), [&helper] { helper.vanish(); });
@@ -350,7 +355,7 @@ TEST_CASE("trial: a signal before the subject starts cancels at once, and nothin
     script.hold = true;
     script.on_event = [](std::string_view what) {
         if (what == "ready") {
-            ::raise(SIGTERM);
+            signal_self(SIGTERM);
         }
     };
     const auto t = run_fake_trial([](fake_backend&, fake_helper&) {}, {}, script);
