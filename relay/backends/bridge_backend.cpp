@@ -584,7 +584,7 @@ class bridge_backend final : public backend {
 
     asio::any_io_executor executor_;
     bridge_channel bridge_;
-    const bridge_options& options_;
+    bridge_options options_; // its own copy, so that it outlives whatever it was made from
     std::string helper_on_host_;
     std::string helper_;
 };

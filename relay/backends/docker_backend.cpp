@@ -695,7 +695,7 @@ class docker_backend final : public backend {
     }
 
     docker_api api_;
-    const docker_options& options_;
+    docker_options options_; // its own copy, so that it outlives whatever it was made from
     std::string helper_on_host_;
     std::string container_;
 

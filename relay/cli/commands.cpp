@@ -57,8 +57,8 @@ trial_outcome drive(boost::asio::io_context& context, const trial_config& config
 }
 
 // The backend the options name, or nullptr after saying why it cannot be had.
-std::unique_ptr<backend> backend_for(const backend_options& options, boost::asio::io_context& context) {
-    auto env = make_backend(options, context.get_executor());
+std::unique_ptr<backend> backend_for(const common_options& options, boost::asio::io_context& context) {
+    auto env = make_backend(backend_options_of(options), context.get_executor());
     if (!env) {
         std::cerr << "maka-eval-relay: " << env.error().message << "\n";
         return nullptr;
@@ -91,8 +91,7 @@ int connect_command(std::span<const std::string_view> args) {
         return usage_failure(options.error().message);
     }
     boost::asio::io_context context;
-    const auto environment = backend_options_of(options->common);
-    auto env = backend_for(environment, context);
+    auto env = backend_for(options->common, context);
     if (!env) {
         return exit_environment;
     }
@@ -181,8 +180,7 @@ int run_command(std::span<const std::string_view> args) {
         return usage_failure(options.error().message);
     }
     boost::asio::io_context context;
-    const auto environment = backend_options_of(options->common);
-    auto env = backend_for(environment, context);
+    auto env = backend_for(options->common, context);
     if (!env) {
         return exit_environment;
     }

@@ -6,6 +6,7 @@
 
 #include "contracts/digest.hpp"
 #include "contracts/limits.hpp"
+#include "contracts/name_table.hpp"
 #include "contracts/orchestrator_messages.hpp"
 #include "contracts/proc_status.hpp"
 #include "contracts/secret.hpp"
@@ -39,32 +40,26 @@
 
 namespace maka_eval::relay {
 
+namespace {
+
+constexpr contracts::name_table<trial_phase, 11> phase_names{{
+    {trial_phase::connecting, "connecting"},
+    {trial_phase::opening_session, "opening-session"},
+    {trial_phase::gating, "gating"},
+    {trial_phase::offering, "offering"},
+    {trial_phase::starting, "starting"},
+    {trial_phase::supervising, "supervising"},
+    {trial_phase::settling, "settling"},
+    {trial_phase::recovering, "recovering"},
+    {trial_phase::reporting, "reporting"},
+    {trial_phase::lingering, "lingering"},
+    {trial_phase::done, "done"},
+}};
+
+} // namespace
+
 std::string_view to_string(trial_phase phase) {
-    switch (phase) {
-    case trial_phase::connecting:
-        return "connecting";
-    case trial_phase::opening_session:
-        return "opening-session";
-    case trial_phase::gating:
-        return "gating";
-    case trial_phase::offering:
-        return "offering";
-    case trial_phase::starting:
-        return "starting";
-    case trial_phase::supervising:
-        return "supervising";
-    case trial_phase::settling:
-        return "settling";
-    case trial_phase::recovering:
-        return "recovering";
-    case trial_phase::reporting:
-        return "reporting";
-    case trial_phase::lingering:
-        return "lingering";
-    case trial_phase::done:
-        return "done";
-    }
-    return "unknown";
+    return contracts::name_in(phase_names, phase, "unknown");
 }
 
 namespace {

@@ -41,6 +41,20 @@ void on_run(fake_helper& helper, std::function<void(fake_helper&)> then) {
     };
 }
 
+// The helper starts the subject when asked, then the relay gets `sig` from outside; the helper answers the
+// cancel that follows with `on_cancel`.
+void cancelled_by(fake_helper& helper, int sig, std::function<void(fake_helper&)> on_cancel) {
+    helper.on_message = [&helper, sig,
+                         on_cancel = std::move(on_cancel)](const contracts::session_message& m) {
+        if (std::holds_alternative<contracts::run_request>(m)) {
+            helper.say(contracts::started_message{42, 42, 1});
+            signal_self(sig);
+        } else if (std::holds_alternative<contracts::cancel_request>(m)) {
+            on_cancel(helper);
+        }
+    };
+}
+
 std::string termination_of(const fake_trial& t) {
     REQUIRE(t.seen.executed);
     return std::string(t.seen.executed->at("termination").as_string());
@@ -140,14 +154,7 @@ TEST_CASE(
 TEST_CASE(
     "trial: SIGTERM settles the subject, executed says framework_timeout, and the trial lingers for verify") {
     const auto t = run_fake_trial([](fake_backend&, fake_helper& helper) {
-        helper.on_message = [&helper](const contracts::session_message& m) {
-            if (std::holds_alternative<contracts::run_request>(m)) {
-                helper.say(contracts::started_message{42, 42, 1});
-                signal_self(SIGTERM);
-            } else if (std::holds_alternative<contracts::cancel_request>(m)) {
-                helper.say(report(143, true));
-            }
-        };
+        cancelled_by(helper, SIGTERM, [](fake_helper& h) { h.say(report(143, true)); });
     });
     INFO(t.log);
     CHECK(t.outcome.exit_code == relay::exit_cancelled);
@@ -179,14 +186,9 @@ TEST_CASE("trial: SIGINT is host teardown: the subject is settled and nothing is
 TEST_CASE("trial: a helper silent past the settle span: destroy within what is left of the budget") {
     const relay::milliseconds budget(110'000);
     const auto t = run_fake_trial([](fake_backend&, fake_helper& helper) {
-        helper.on_message = [&helper](const contracts::session_message& m) {
-            if (std::holds_alternative<contracts::run_request>(m)) {
-                helper.say(contracts::started_message{42, 42, 1});
-                signal_self(SIGTERM);
-            } else if (std::holds_alternative<contracts::cancel_request>(m)) {
-                pass_time(helper.executor(), 95s); // past the 90 s settle span, silent
-            }
-        };
+        cancelled_by(helper, SIGTERM, [](fake_helper& h) {
+            pass_time(h.executor(), 95s); // past the 90 s settle span, silent
+        });
     });
     INFO(t.log);
     REQUIRE(t.calls.destroyed);
@@ -201,14 +203,7 @@ TEST_CASE("trial: a helper silent past the settle span: destroy within what is l
 TEST_CASE("trial: a container paused through the whole settle span is left paused, never destroyed") {
     const auto t = run_fake_trial([](fake_backend& env, fake_helper& helper) {
         env.outside = {relay::outside_fault{true, "container c is paused (docker pause)"}};
-        helper.on_message = [&helper](const contracts::session_message& m) {
-            if (std::holds_alternative<contracts::run_request>(m)) {
-                helper.say(contracts::started_message{42, 42, 1});
-                signal_self(SIGTERM);
-            } else if (std::holds_alternative<contracts::cancel_request>(m)) {
-                pass_time(helper.executor(), 100s);
-            }
-        };
+        cancelled_by(helper, SIGTERM, [](fake_helper& h) { pass_time(h.executor(), 100s); });
     });
     INFO(t.log);
     CHECK_FALSE(t.calls.destroyed);
@@ -220,15 +215,10 @@ TEST_CASE("trial: a container paused through the whole settle span is left pause
 TEST_CASE("trial: the helper vanishing while settling is recovered within the same budget, then reported") {
     const relay::milliseconds budget(110'000);
     const auto t = run_fake_trial([](fake_backend&, fake_helper& helper) {
-        helper.on_message = [&helper](const contracts::session_message& m) {
-            if (std::holds_alternative<contracts::run_request>(m)) {
-                helper.say(contracts::started_message{42, 42, 1});
-                signal_self(SIGTERM);
-            } else if (std::holds_alternative<contracts::cancel_request>(m)) {
-                pass_time(helper.executor(), 30s);
-                boost::asio::post(helper.executor(), [&helper] { helper.vanish(); });
-            }
-        };
+        cancelled_by(helper, SIGTERM, [](fake_helper& h) {
+            pass_time(h.executor(), 30s);
+            boost::asio::post(h.executor(), [&h] { h.vanish(); });
+        });
     });
     INFO(t.log);
     CHECK(said(t, "the helper session ended without a report while settling"));
