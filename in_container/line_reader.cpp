@@ -20,49 +20,47 @@ line_reader::fill_result line_reader::fill() {
         eof_ = true;
         return fill_result::eof;
     }
-    buffer_.append(chunk, static_cast<std::size_t>(got));
+    buffer_.text().append(chunk, static_cast<std::size_t>(got));
     return fill_result::data;
 }
 
-line_reader::pop_result line_reader::pop(std::string& line) {
-    auto newline = buffer_.find('\n');
+line_reader::pop_result line_reader::pop(contracts::secret_text& into) {
+    auto& buffer = buffer_.text();
+    auto& line = into.text();
+    auto newline = buffer.find('\n');
     if (discarding_) {
         // The rest of a line already reported as oversize.
         if (newline == std::string::npos) {
-            buffer_.clear();
+            contracts::wipe(buffer);
             return pop_result::none;
         }
-        buffer_.erase(0, newline + 1);
+        buffer.erase(0, newline + 1);
         discarding_ = false;
-        newline = buffer_.find('\n');
+        newline = buffer.find('\n');
     }
     if (newline == std::string::npos) {
-        if (buffer_.size() > limit_) {
+        if (buffer.size() > limit_) {
             wipe();
             discarding_ = !eof_;
             return pop_result::oversize;
         }
-        if (eof_ && !buffer_.empty()) {
-            line.swap(buffer_);
-            buffer_.clear();
+        if (eof_ && !buffer.empty()) {
+            line.swap(buffer);
+            buffer.clear();
             return pop_result::line;
         }
         return pop_result::none;
     }
     if (newline > limit_) {
-        std::memset(buffer_.data(), 0, newline + 1);
-        buffer_.erase(0, newline + 1);
+        std::memset(buffer.data(), 0, newline + 1);
+        buffer.erase(0, newline + 1);
         return pop_result::oversize;
     }
-    line.assign(buffer_, 0, newline);
+    line.assign(buffer, 0, newline);
     // The consumed bytes may be a secret-bearing request: overwrite before they are moved out of reach.
-    std::memset(buffer_.data(), 0, newline + 1);
-    buffer_.erase(0, newline + 1);
+    std::memset(buffer.data(), 0, newline + 1);
+    buffer.erase(0, newline + 1);
     return pop_result::line;
-}
-
-void line_reader::wipe() noexcept {
-    contracts::wipe(buffer_);
 }
 
 } // namespace maka_eval::in_container

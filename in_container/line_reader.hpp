@@ -4,6 +4,8 @@
 // message costs a clear error, not the session. Bytes are never held beyond the bound plus one read.
 #pragma once
 
+#include "contracts/secret.hpp"
+
 #include <cstddef>
 #include <string>
 
@@ -20,17 +22,17 @@ class line_reader {
     enum class pop_result { none, line, oversize };
     // The next complete line (without its "\n") into `line`. At EOF a final unterminated line is returned
     // too.
-    pop_result pop(std::string& line);
+    pop_result pop(contracts::secret_text& line);
 
     [[nodiscard]] bool at_eof() const noexcept { return eof_; }
     [[nodiscard]] int fd() const noexcept { return fd_; }
-    // Overwrites what is buffered (it may hold secrets of a `run` request).
-    void wipe() noexcept;
+    // Overwrites what is buffered (it may hold secrets of a `run` request); its destruction does too.
+    void wipe() noexcept { buffer_.clear(); }
 
   private:
     int fd_;
     std::size_t limit_;
-    std::string buffer_;
+    contracts::secret_text buffer_;
     bool discarding_ = false;
     bool eof_ = false;
 };

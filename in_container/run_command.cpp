@@ -54,12 +54,12 @@ int run_command(std::span<const std::string_view> args) {
     if (!text) {
         return refuse(path + " could not be read or exceeds the size limit");
     }
-    while (!text->empty() && (text->back() == '\n' || text->back() == '\r')) {
-        text->pop_back();
+    contracts::secret_text body(std::move(*text));
+    while (!body.empty() && (body.view().back() == '\n' || body.view().back() == '\r')) {
+        body.text().pop_back();
     }
-    std::string& body = *text;
-    auto message = contracts::parse_session_message(body);
-    contracts::wipe(body);
+    auto message = contracts::parse_session_message(body.view());
+    body.clear();
     if (!message || !std::holds_alternative<contracts::run_request>(*message)) {
         return refuse(message ? std::string("the request is not a run message") : message.error().message());
     }

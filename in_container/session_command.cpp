@@ -32,7 +32,6 @@ void emit(const contracts::session_message& message) {
 
 // Reads control lines until a valid `run` arrives; nullopt when the relay leaves or we are told to stop.
 std::optional<contracts::run_request> await_run(line_reader& control, int signal_fd) {
-    std::string line;
     while (true) {
         pollfd fds[2] = {{control.fd(), POLLIN, 0}, {signal_fd, POLLIN, 0}};
         if (::poll(fds, 2, -1) < 0 && errno != EINTR) {
@@ -50,6 +49,7 @@ std::optional<contracts::run_request> await_run(line_reader& control, int signal
         }
         const auto filled = control.fill();
         while (true) {
+            contracts::secret_text line; // wiped at the end of each turn: it may be a `run` request
             const auto popped = control.pop(line);
             if (popped == line_reader::pop_result::none) {
                 break;
@@ -59,8 +59,8 @@ std::optional<contracts::run_request> await_run(line_reader& control, int signal
                                               "session line exceeds the size limit"});
                 continue;
             }
-            auto message = contracts::parse_session_message(line);
-            contracts::wipe(line);
+            auto message = contracts::parse_session_message(line.view());
+            line.clear();
             if (!message) {
                 emit(contracts::error_message{contracts::helper_fault::bad_request,
                                               message.error().message()});

@@ -371,8 +371,8 @@ void supervision::on_control() {
 }
 
 void supervision::process_control() {
-    std::string line;
     while (true) {
+        contracts::secret_text line; // wiped at the end of each turn
         const auto popped = io_.control->pop(line);
         if (popped == line_reader::pop_result::none) {
             break;
@@ -382,8 +382,8 @@ void supervision::process_control() {
                                               "session line exceeds the size limit"});
             continue;
         }
-        auto message = contracts::parse_session_message(line);
-        contracts::wipe(line);
+        auto message = contracts::parse_session_message(line.view());
+        line.clear();
         if (!message) {
             io_.emit(
                 contracts::error_message{contracts::helper_fault::bad_request, message.error().message()});

@@ -76,26 +76,26 @@ struct pipe_pair {
 TEST_CASE("control lines: split across reads, an oversize one dropped whole, a last one without newline") {
     pipe_pair p;
     line_reader reader(p.fds[0], 8);
-    std::string line;
+    maka_eval::contracts::secret_text line;
     p.write("ab");
     CHECK(reader.fill() == line_reader::fill_result::data);
     CHECK(reader.pop(line) == line_reader::pop_result::none); // no newline yet
     p.write("c\n0123456789abcdef");
     CHECK(reader.fill() == line_reader::fill_result::data);
     CHECK(reader.pop(line) == line_reader::pop_result::line);
-    CHECK(line == "abc");
+    CHECK(line.view() == "abc");
     // Past the bound: reported once, and what follows up to its newline is dropped too.
     CHECK(reader.pop(line) == line_reader::pop_result::oversize);
     p.write("more-of-it\nok\nlast");
     CHECK(reader.fill() == line_reader::fill_result::data);
     CHECK(reader.pop(line) == line_reader::pop_result::line);
-    CHECK(line == "ok");
+    CHECK(line.view() == "ok");
     CHECK(reader.pop(line) == line_reader::pop_result::none);
     p.close_write();
     CHECK(reader.fill() == line_reader::fill_result::eof);
     CHECK(reader.at_eof());
     CHECK(reader.pop(line) == line_reader::pop_result::line);
-    CHECK(line == "last");
+    CHECK(line.view() == "last");
     CHECK(reader.pop(line) == line_reader::pop_result::none);
 }
 
