@@ -124,7 +124,7 @@ result<void, relay_error> set_ms(parse_target& to, std::string_view, std::string
     return {};
 }
 
-std::string ms_default(std::uint32_t ms) {
+std::string ms_default(std::int64_t ms) {
     return "(" + std::to_string(ms) + ")";
 }
 
@@ -295,7 +295,7 @@ const std::vector<option_row>& option_table() {
          }},
         {"--teardown-timeout-ms", "N", trial_commands,
          "budget to stop a cancelled subject before destroying the environment " +
-             ms_default(static_cast<std::uint32_t>(contracts::defaults::teardown_timeout_ms)),
+             ms_default(contracts::defaults::teardown_timeout_ms),
          "Maka Eval teardown timeout is invalid",
          [](parse_target& to, std::string_view, std::string_view v) -> result<void, relay_error> {
              const auto parsed = parse_teardown_timeout(v);

@@ -1,46 +1,24 @@
 // The Docker Engine API client (see docker_api.hpp): Beast HTTP/1.1 over a unix socket, TCP, or TLS.
 #include "relay/engine/docker_api.hpp"
 
-#include "contracts/secret.hpp"
 #include "contracts/wire_json.hpp"
 #include "relay/engine/engine_connection.hpp"
 #include "relay/engine/engine_replies.hpp"
 #include "relay/engine/engine_tls.hpp"
-#include "relay/support/tcp_endpoints.hpp"
-
-#include <charconv>
-#include <unistd.h>
-#include <variant>
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/connect.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/ssl/context.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/stream_traits.hpp>
 #include <boost/beast/http.hpp>
-#include <boost/beast/ssl/ssl_stream.hpp>
 #include <boost/json/parse.hpp>
-#include <openssl/ssl.h>
-#include <openssl/x509_vfy.h>
 
 namespace maka_eval::relay {
 namespace {
 
-namespace beast = boost::beast;
-namespace http = beast::http;
+namespace http = beast::http; // beast: engine_connection.hpp
 using asio::as_tuple;
 using asio::use_awaitable;
-using namespace asio::experimental::awaitable_operators;
-using local_socket = asio::local::stream_protocol::socket;
-using tcp_socket = asio::ip::tcp::socket;
-using tls_stream = beast::ssl_stream<tcp_socket>;
 
 // The body is referenced, not copied: an upload body is a whole helper binary.
 http::request<http::span_body<const char>> make_request(http::verb verb, const std::string& target,

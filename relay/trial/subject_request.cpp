@@ -29,13 +29,16 @@ std::string_view supervision(const contracts::hello_message& hello) {
     return hello.uid == 0 ? "root-subject" : "same-uid";
 }
 
+bool brings_secrets(const contracts::execute_request& request, const trial_config& config) {
+    return !request.credentials.empty() || !config.task_environment.empty();
+}
+
 std::optional<std::string> refuse_secrets(const contracts::execute_request& request,
                                           const trial_config& config, const std::string& earlier_owner) {
-    const bool credentials = !request.credentials.empty();
-    if ((!credentials && config.task_environment.empty()) || earlier_owner.empty() ||
-        config.trust_reused_container) {
+    if (!brings_secrets(request, config) || earlier_owner.empty() || config.trust_reused_container) {
         return std::nullopt;
     }
+    const bool credentials = !request.credentials.empty();
     return std::string("this trial's ") + (credentials ? "credentials were" : "task environment was") +
            " not sent: the environment was " + earlier_owner +
            ", and what that subject left there could read " + (credentials ? "them" : "it") +

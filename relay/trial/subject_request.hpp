@@ -23,6 +23,9 @@ namespace maka_eval::relay {
 // exec here: within its reach), "root-subject" (a root subject can signal anything in its PID namespace).
 [[nodiscard]] std::string_view supervision(const contracts::hello_message& hello);
 
+// Whether the trial sends secrets into the environment: credentials, or the task's own environment.
+[[nodiscard]] bool brings_secrets(const contracts::execute_request& request, const trial_config& config);
+
 // A reused environment an earlier subject owned (root there, or no record of who ran there): what it left
 // may read whatever this trial sends. The refusal, when secrets would go in and the operator did not accept
 // that; nullopt when they may go.

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <variant>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -37,6 +38,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/json/object.hpp>
 
 namespace maka_eval::relay {
 
@@ -122,6 +124,11 @@ class trial : public std::enable_shared_from_this<trial> {
     asio::awaitable<trial_phase> recover();
     asio::awaitable<trial_phase> await_verify();
     asio::awaitable<trial_phase> linger();
+    // The orchestrator's next line as a `kind` message with this trial's token (its text wiped once parsed);
+    // meanwhile the events every phase shares go to `on_shared`. The phase that follows instead when the
+    // trial ends first, or the line is unreadable (transport loss, as in the original) or refused.
+    asio::awaitable<std::variant<trial_phase, boost::json::object>>
+    orchestrator_message(std::string_view kind);
     // The events every phase shares — a signal, the orchestrator gone, the helper session ended — answered
     // in one place for the phase in charge; nullopt: the phase goes on.
     asio::awaitable<std::optional<trial_phase>> on_shared(const event& e);
@@ -526,13 +533,31 @@ asio::awaitable<trial_phase> trial::offer() {
     }
     log_.phase("ready");
     spawn(read_orchestrator());
+    auto message = co_await orchestrator_message("execute");
+    auto* object = std::get_if<boost::json::object>(&message);
+    if (object == nullptr) {
+        co_return std::get<trial_phase>(message);
+    }
+    auto request = contracts::validate_execute(*object);
+    object->clear();
+    if (!request) {
+        co_return end(exit_refused, request.error().message());
+    }
+    log_.phase("execute", {{"argc", std::to_string(request->argv.size())},
+                           {"environment", std::to_string(request->environment.size())},
+                           {"credentials", std::to_string(request->credentials.size())},
+                           {"taskEnvironment", std::to_string(config_.task_environment.size())},
+                           {"captureStdout", request->capture_stdout ? "true" : "false"}});
+    request_ = std::move(*request);
+    co_return trial_phase::starting;
+}
+
+asio::awaitable<std::variant<trial_phase, boost::json::object>>
+trial::orchestrator_message(std::string_view kind) {
     while (true) {
         auto e = co_await next(std::nullopt);
         if (!e) {
             co_return end(exit_internal, "event channel closed");
-        }
-        if (e->what == event::kind::helper_message) {
-            continue;
         }
         if (e->what != event::kind::orchestrator_line) {
             const auto shared = co_await on_shared(*e);
@@ -548,21 +573,10 @@ asio::awaitable<trial_phase> trial::offer() {
             co_return end(exit_transport_lost,
                           "Maka Eval relay message was unavailable: " + object.error().message());
         }
-        if (auto valid = contracts::require_message(*object, config_.token, "execute"); !valid) {
+        if (auto valid = contracts::require_message(*object, config_.token, kind); !valid) {
             co_return end(exit_refused, valid.error().message());
         }
-        auto request = contracts::validate_execute(*object);
-        object->clear();
-        if (!request) {
-            co_return end(exit_refused, request.error().message());
-        }
-        log_.phase("execute", {{"argc", std::to_string(request->argv.size())},
-                               {"environment", std::to_string(request->environment.size())},
-                               {"credentials", std::to_string(request->credentials.size())},
-                               {"taskEnvironment", std::to_string(config_.task_environment.size())},
-                               {"captureStdout", request->capture_stdout ? "true" : "false"}});
-        request_ = std::move(*request);
-        co_return trial_phase::starting;
+        co_return std::move(*object);
     }
 }
 
@@ -573,8 +587,7 @@ asio::awaitable<trial_phase> trial::start() {
     if (refusal) {
         co_return end(exit_refused, *refusal);
     }
-    const bool secrets = !request_->credentials.empty() || !config_.task_environment.empty();
-    if (secrets && !owner.empty()) {
+    if (brings_secrets(*request_, config_) && !owner.empty()) {
         trusted_reuse_ = owner;
         log_.phase("trusted", {{"reusedContainer", owner}});
     }
@@ -888,29 +901,12 @@ asio::awaitable<trial_phase> trial::linger() {
 
 // reporting: `executed` sent after the subject's own end; the orchestrator's `verify` closes the trial.
 asio::awaitable<trial_phase> trial::await_verify() {
-    while (true) {
-        auto e = co_await next(std::nullopt);
-        if (!e) {
-            co_return end(exit_internal, "event channel closed");
-        }
-        if (e->what != event::kind::orchestrator_line) {
-            const auto shared = co_await on_shared(*e);
-            if (shared) {
-                co_return *shared;
-            }
-            continue;
-        }
-        auto object = contracts::parse_object(e->text, contracts::control_line_limit_bytes);
-        if (!object) {
-            co_return end(exit_transport_lost,
-                          "Maka Eval relay message was unavailable: " + object.error().message());
-        }
-        if (auto valid = contracts::require_message(*object, config_.token, "verify"); !valid) {
-            co_return end(exit_refused, valid.error().message());
-        }
-        log_.phase("verify");
-        co_return end(exit_success);
+    const auto message = co_await orchestrator_message("verify");
+    if (const auto* ended = std::get_if<trial_phase>(&message)) {
+        co_return *ended;
     }
+    log_.phase("verify");
+    co_return end(exit_success);
 }
 
 asio::awaitable<void> trial::destroy_by(clock_type::time_point until) {
