@@ -38,6 +38,18 @@ sha256::sha256() : context_(new SHA256_CTX) {
     SHA256_Init(as_context(context_.get()));
 }
 
+sha256::sha256(const sha256& other) : context_(new SHA256_CTX(*as_context(other.context_.get()))) {}
+
+sha256& sha256::operator=(const sha256& other) {
+    if (this != &other) {
+        if (!context_) { // moved from
+            context_.reset(new SHA256_CTX);
+        }
+        *as_context(context_.get()) = *as_context(other.context_.get());
+    }
+    return *this;
+}
+
 void sha256::update(std::string_view bytes) {
     if (!bytes.empty()) {
         SHA256_Update(as_context(context_.get()), bytes.data(), bytes.size());

@@ -1,4 +1,5 @@
-// SHA-256 over OpenSSL's EVP interface, incremental, with the lowercase hex form every message carries.
+// SHA-256 over OpenSSL's SHA256_* functions, incremental and copyable, with the lowercase hex form every
+// message carries.
 #pragma once
 
 #include <memory>
@@ -10,6 +11,12 @@ namespace maka_eval::contracts {
 class sha256 {
   public:
     sha256();
+    // A copy carries the running state: two streams that agree up to here go on from one computation.
+    sha256(const sha256& other);
+    sha256& operator=(const sha256& other);
+    sha256(sha256&&) noexcept = default;
+    sha256& operator=(sha256&&) noexcept = default;
+    ~sha256() = default;
     void update(std::string_view bytes);
     // Lowercase hex of the digest of everything fed so far; the running state is left untouched.
     [[nodiscard]] std::string hex() const;

@@ -113,23 +113,40 @@ std::string scope_error_line(std::string_view result_token) {
     return line;
 }
 
-void carrier::feed(std::string_view raw) {
-    scratch_.clear();
-    repair_.feed(raw, scratch_);
-    size_ += scratch_.size();
-    digest_.update(scratch_);
+void carrier::keep(std::string_view repaired) {
+    size_ += repaired.size();
     // One byte past the limit is enough to know the carrier is oversize; nothing more is ever needed.
     const std::size_t room = carrier_limit + 1 - std::min<std::size_t>(kept_.size(), carrier_limit + 1);
-    kept_.append(scratch_, 0, std::min(room, scratch_.size()));
+    kept_.append(repaired.substr(0, std::min(room, repaired.size())));
+}
+
+void carrier::part() {
+    if (raw_ != nullptr) {
+        digest_ = *raw_; // the raw stream's state before this chunk: it is fed after the carrier
+        raw_ = nullptr;
+    }
+}
+
+void carrier::feed(std::string_view raw) {
+    if (raw_ != nullptr && repair_.idle() && valid_utf8_prefix(raw) == raw.size()) {
+        keep(raw); // unchanged: the followed digest takes these bytes
+        return;
+    }
+    part();
+    scratch_.clear();
+    repair_.feed(raw, scratch_);
+    digest_.update(scratch_);
+    keep(scratch_);
 }
 
 void carrier::finish() {
     scratch_.clear();
     repair_.finish(scratch_);
-    size_ += scratch_.size();
-    digest_.update(scratch_);
-    const std::size_t room = carrier_limit + 1 - std::min<std::size_t>(kept_.size(), carrier_limit + 1);
-    kept_.append(scratch_, 0, std::min(room, scratch_.size()));
+    if (!scratch_.empty()) {
+        part();
+        digest_.update(scratch_);
+        keep(scratch_);
+    }
 }
 
 projection project(const carrier& finished, std::string_view result_token, bool capture_stdout,

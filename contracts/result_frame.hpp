@@ -38,15 +38,20 @@ enum class frame_error { invalid_token = 1, payload_too_large };
 // The carrier as the original sees it: the subject's stdout decoded with U+FFFD replacement and re-encoded.
 class carrier {
   public:
+    // `raw`: the digest its owner keeps of the same stream as it was written, fed the same chunks right
+    // after this carrier is. While the repair changes nothing (valid UTF-8 cut at whole characters: nearly
+    // all output) the carrier's digest is that one and its bytes are hashed once; at the first change the
+    // carrier copies the state and goes on alone. The owner keeps `raw` alive as long as this carrier.
+    void follow(const sha256& raw) noexcept { raw_ = &raw; }
     void feed(std::string_view raw);
     void finish();
 
     // Repaired bytes seen in all (what the original's `len(carrier.encode())` would be).
     [[nodiscard]] std::uint64_t size() const noexcept { return size_; }
-    [[nodiscard]] std::string sha256_hex() const { return digest_.hex(); }
+    [[nodiscard]] std::string sha256_hex() const { return digest().hex(); }
     // The digest of the repaired text followed by `more`.
     [[nodiscard]] std::string sha256_hex_after(std::string_view more) const {
-        return digest_.hex_after(more);
+        return digest().hex_after(more);
     }
     // The whole repaired text, when it fits within the carrier limit; otherwise its first bytes.
     [[nodiscard]] const std::string& text() const noexcept { return kept_; }
@@ -55,8 +60,14 @@ class carrier {
     static constexpr std::uint64_t carrier_limit = carrier_limit_bytes;
 
   private:
+    [[nodiscard]] const sha256& digest() const { return raw_ != nullptr ? *raw_ : digest_; }
+    void keep(std::string_view repaired);
+    // From here on the repaired text is not the raw stream: the digest so far (the raw one's) goes on here.
+    void part();
+
     utf8_repair repair_;
     sha256 digest_;
+    const sha256* raw_ = nullptr; // followed while the repaired text is the raw stream
     std::string kept_;
     std::string scratch_;
     std::uint64_t size_ = 0;

@@ -9,13 +9,18 @@
 // - values shorter than `min_secret_bytes` are not masked (masking "1" or "yes" would garble everything and
 //   protect nothing); `skipped()` counts them, and the relay logs how many;
 // - where occurrences of one or more secrets overlap or touch, the union of their bytes becomes one `***`;
-// - at most the longest form less one byte is held back at any time; `finish` releases it at the end;
+// - at most the longest form less one byte is held back at any time (only bytes that could still begin an
+//   occurrence); `finish` releases it at the end;
 // - `masked()` counts the `***` written (never the values).
-// Pure and allocation-bounded, so a fuzz target covers it (tests/fuzz/fuzz_secret_mask.cpp).
+// Memory is the forms' own bytes plus a fixed index (`table_bytes`), whatever their number: the forms are
+// kept once, sorted, and found by their first bytes (a window of up to 8) through a hash table, with
+// Wu–Manber's shift over the windows passing most of a stream without a look-up. Pure, so a fuzz target
+// compares it with a whole-string reference over random splits (tests/fuzz/fuzz_secret_mask.cpp).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,40 +39,28 @@ class secret_masker {
     // Appends what was held back: the stream ended.
     void finish(std::string& out);
 
-    [[nodiscard]] bool empty() const { return nodes_.size() == 1; } // nothing to mask: a pass-through
+    [[nodiscard]] bool empty() const { return !patterns_; } // nothing to mask: a pass-through
     [[nodiscard]] std::uint64_t masked() const { return masked_; }
     [[nodiscard]] std::size_t skipped() const { return skipped_; }
-    [[nodiscard]] std::size_t forms() const { return forms_; }
+    [[nodiscard]] std::size_t forms() const;
+    // The bytes the forms and their index hold (shared by every copy of this masker): the forms' own
+    // bytes, 16 per form and 64 KiB (docs/security.md).
+    [[nodiscard]] std::size_t table_bytes() const;
 
   private:
-    // An Aho–Corasick automaton over the forms. `longest` is the longest form that ends at this node (the
-    // node's own, or one reached by suffix links): every shorter one ending there lies inside it.
-    struct node {
-        std::vector<std::pair<unsigned char, std::uint32_t>> next;
-        std::uint32_t fail = 0;
-        std::uint32_t depth = 0;
-        std::uint32_t longest = 0;
-    };
-    void add(std::string_view form);
-    void link();
-    [[nodiscard]] std::uint32_t child(std::uint32_t at, unsigned char byte) const;
-    [[nodiscard]] std::uint32_t step(std::uint32_t at, unsigned char byte) const;
-    // Emits pending bytes up to `keep` from the end, one `***` per masked run.
-    void emit(std::size_t keep, std::string& out);
+    struct patterns;
+    // Resolves the positions of pending_ from scan_ on: each either starts no form, or starts the longest
+    // form that ends within what has arrived (a masked stretch). Stops at the first position that could still
+    // start one (a form matches up to the end of what arrived); `final`: nothing more will arrive.
+    void resolve(bool final);
+    // Emits the pending bytes before scan_, one `***` per masked run.
+    void emit(std::string& out);
 
-    std::vector<node> nodes_;
-    std::uint32_t root_next_[256] =
-        {}; // the root's transitions, dense: most bytes of a stream are read there
-    // Wu–Manber's shift table over the forms' first `window_` bytes: from the root, when the last two bytes
-    // of the window starting at i have shift s > 0, no occurrence starts at i … i+s-1, so the automaton
-    // passes over them without stepping (most of a stream, a table lookup every few bytes).
-    std::vector<std::uint8_t> shift_;
-    std::size_t window_ = 0; // the shortest form's length, at most 255
-    std::size_t forms_ = 0;
+    std::shared_ptr<const patterns> patterns_; // immutable: copies of the masker share it
     std::size_t skipped_ = 0;
-    std::uint32_t state_ = 0;
-    std::string pending_;        // bytes that may still be part of an occurrence
+    std::string pending_;        // bytes not yet emitted: the resolved ones before scan_, then the rest
     std::uint64_t position_ = 0; // stream offset of pending_[0]
+    std::uint64_t scan_ = 0;     // stream offset of the first position not resolved
     // The masked stretches of what is pending, [begin, end) in stream offsets: sorted, apart from each
     // other (touching or overlapping ones are merged as they are found).
     std::vector<std::pair<std::uint64_t, std::uint64_t>> masked_runs_;

@@ -2,6 +2,7 @@
 #include "contracts/utf8.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace maka_eval::contracts {
 namespace {
@@ -9,6 +10,69 @@ namespace {
 constexpr std::string_view replacement = "\xEF\xBF\xBD";
 
 } // namespace
+
+std::size_t valid_utf8_prefix(std::string_view bytes) {
+    const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
+    const std::size_t size = bytes.size();
+    std::size_t at = 0;
+    while (at < size) {
+        // Eight ASCII bytes at once: none has its top bit set.
+        while (at + 8 <= size) {
+            std::uint64_t word = 0;
+            std::memcpy(&word, data + at, sizeof word);
+            if ((word & 0x8080808080808080ULL) != 0) {
+                break;
+            }
+            at += 8;
+        }
+        if (at >= size) {
+            break;
+        }
+        const unsigned char lead = data[at];
+        if (lead < 0x80) {
+            ++at;
+            continue;
+        }
+        // The ranges of Unicode Table 3-7 (as in utf8_repair::start).
+        std::size_t need = 0;
+        unsigned char low = 0x80;
+        unsigned char high = 0xBF;
+        if (lead >= 0xC2 && lead <= 0xDF) {
+            need = 1;
+        } else if (lead == 0xE0) {
+            need = 2;
+            low = 0xA0;
+        } else if (lead == 0xED) {
+            need = 2;
+            high = 0x9F;
+        } else if (lead >= 0xE1 && lead <= 0xEF) {
+            need = 2;
+        } else if (lead == 0xF0) {
+            need = 3;
+            low = 0x90;
+        } else if (lead >= 0xF1 && lead <= 0xF3) {
+            need = 3;
+        } else if (lead == 0xF4) {
+            need = 3;
+            high = 0x8F;
+        } else {
+            return at;
+        }
+        if (at + need >= size) {
+            return at; // incomplete at the end
+        }
+        if (data[at + 1] < low || data[at + 1] > high) {
+            return at;
+        }
+        for (std::size_t k = 2; k <= need; ++k) {
+            if (data[at + k] < 0x80 || data[at + k] > 0xBF) {
+                return at;
+            }
+        }
+        at += need + 1;
+    }
+    return size;
+}
 
 void utf8_repair::start(unsigned char byte, std::string& out) {
     // Lead bytes and the range their first continuation byte must fall in (Unicode Table 3-7), which is what
@@ -46,12 +110,20 @@ void utf8_repair::start(unsigned char byte, std::string& out) {
 }
 
 void utf8_repair::feed(std::string_view in, std::string& out) {
-    for (const char c : in) {
-        const auto byte = static_cast<unsigned char>(c);
+    for (std::size_t i = 0; i < in.size(); ++i) {
         if (need_ == 0) {
-            start(byte, out);
+            // Whole valid sequences pass through in one append; the byte that ends them starts afresh.
+            const std::size_t valid = valid_utf8_prefix(in.substr(i));
+            out.append(in, i, valid);
+            i += valid;
+            if (i == in.size()) {
+                break;
+            }
+            start(static_cast<unsigned char>(in[i]), out);
             continue;
         }
+        const char c = in[i];
+        const auto byte = static_cast<unsigned char>(c);
         if (byte >= low_ && byte <= high_) {
             pending_[pending_size_++] = c;
             low_ = 0x80;
@@ -88,21 +160,8 @@ std::string repair_utf8(std::string_view bytes) {
 }
 
 bool is_valid_utf8(std::string_view bytes) {
-    // ASCII is valid on its own and leaves the decoder as it found it: only what follows the first other
-    // byte needs a look. Most lines (and every base64 `output` line) are ASCII throughout.
-    const auto first = std::find_if(bytes.begin(), bytes.end(),
-                                    [](char c) { return static_cast<unsigned char>(c) >= 0x80; });
-    bytes.remove_prefix(static_cast<std::size_t>(first - bytes.begin()));
-    if (bytes.empty()) {
-        return true;
-    }
-    // Valid input is exactly the input that repair leaves unchanged.
-    std::string out;
-    out.reserve(bytes.size());
-    utf8_repair repair;
-    repair.feed(bytes, out);
-    repair.finish(out);
-    return out == bytes;
+    // Valid input is exactly the input that repair leaves unchanged and holds nothing of.
+    return valid_utf8_prefix(bytes) == bytes.size();
 }
 
 char32_t next_code_point(std::string_view valid, std::size_t& pos) {

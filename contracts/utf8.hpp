@@ -17,6 +17,9 @@ class utf8_repair {
     // Appends the repaired form of `in` to `out`. An incomplete sequence at the end is held for the next
     // call.
     void feed(std::string_view in, std::string& out);
+    // True when nothing is held from an earlier call: then a valid_utf8_prefix of the next input passes
+    // through unchanged.
+    [[nodiscard]] bool idle() const noexcept { return need_ == 0; }
     // Flushes a held incomplete sequence as one U+FFFD.
     void finish(std::string& out);
 
@@ -29,6 +32,10 @@ class utf8_repair {
     unsigned char low_ = 0x80;
     unsigned char high_ = 0xBF;
 };
+
+// The length of the longest prefix of `bytes` made of whole, valid sequences: what a repair that holds
+// nothing passes through unchanged. ASCII is checked eight bytes at a time (most output is ASCII).
+[[nodiscard]] std::size_t valid_utf8_prefix(std::string_view bytes);
 
 // bytes.decode("utf-8", "replace").encode("utf-8") in one call.
 [[nodiscard]] std::string repair_utf8(std::string_view bytes);

@@ -26,13 +26,31 @@ void captured_stream::close_pipe() {
     }
 }
 
+void captured_stream::part_file_digest() {
+    if (file_follows_) {
+        file_digest = digest;
+        file_follows_ = false;
+    }
+}
+
 bool captured_stream::take(std::string_view chunk, std::string_view& shown) {
     bytes += chunk.size();
+    if (masker || chunk.size() > limit - written) {
+        part_file_digest();
+    }
+    // The stream's digest takes the chunk after it is kept: a write the disk refuses part-way parts the
+    // file's digest from the state before it.
+    const bool kept = shown_and_kept(chunk, shown);
     digest.update(chunk);
-    return pass(chunk, shown);
+    return kept;
 }
 
 bool captured_stream::pass(std::string_view chunk, std::string_view& shown) {
+    part_file_digest(); // the drainer: the stream's digest is no longer fed
+    return shown_and_kept(chunk, shown);
+}
+
+bool captured_stream::shown_and_kept(std::string_view chunk, std::string_view& shown) {
     if (!masker) {
         shown = chunk;
         return keep(chunk);
@@ -60,6 +78,7 @@ bool captured_stream::keep(std::string_view chunk) {
     }
     const auto room = static_cast<std::size_t>(std::min<std::uint64_t>(limit - written, chunk.size()));
     if (room > 0 && !write_all(artifact, chunk.substr(0, room))) {
+        part_file_digest();
         artifact_failed = true;
         write_error = errno;
         // Part of it may be on disk (a full disk takes what fits): the receipt describes the file as it is.
@@ -72,7 +91,9 @@ bool captured_stream::keep(std::string_view chunk) {
         }
         return false;
     }
-    file_digest.update(chunk.substr(0, room));
+    if (!file_follows_) {
+        file_digest.update(chunk.substr(0, room));
+    }
     written += room;
     // The end of what was kept, for the report (bounded: trimmed when it has grown to twice the tail).
     tail.append(chunk.substr(room > contracts::stderr_tail_bytes ? room - contracts::stderr_tail_bytes : 0,
@@ -104,7 +125,7 @@ contracts::artifact_receipt captured_stream::receipt_entry(bool drained) {
     contracts::artifact_receipt entry;
     entry.name = name;
     entry.bytes = written;
-    entry.sha256 = file_digest.hex();
+    entry.sha256 = file_follows_ ? digest.hex() : file_digest.hex();
     entry.masked = masker ? masker->masked() : 0;
     entry.complete = !cut && !artifact_failed && !drained;
     entry.incomplete = artifact_failed

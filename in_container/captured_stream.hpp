@@ -21,14 +21,15 @@
 namespace maka_eval::in_container {
 
 struct captured_stream {
-    int fd = -1;                   // our read end of the subject's pipe; -1 once closed
-    int artifact = -1;             // the artifact file
-    std::string path;              // where it is published (for messages)
-    std::string name;              // its name in the artifacts directory (for the receipt)
-    contracts::sha256 digest;      // of everything the subject wrote (the report's)
-    contracts::sha256 file_digest; // of what went to disk, masked (the receipt's)
-    std::uint64_t bytes = 0;       // everything the subject wrote
-    std::uint64_t written = 0;     // what went to disk: at most the artifact limit
+    int fd = -1;              // our read end of the subject's pipe; -1 once closed
+    int artifact = -1;        // the artifact file
+    std::string path;         // where it is published (for messages)
+    std::string name;         // its name in the artifacts directory (for the receipt)
+    contracts::sha256 digest; // of everything the subject wrote (the report's)
+    contracts::sha256
+        file_digest;           // of what went to disk, masked (the receipt's), once it parted from `digest`
+    std::uint64_t bytes = 0;   // everything the subject wrote
+    std::uint64_t written = 0; // what went to disk: at most the artifact limit
     std::uint64_t limit = contracts::default_artifact_limit_bytes;
     bool artifact_failed = false;
     int write_error = 0;                            // errno of the write the disk refused
@@ -59,7 +60,14 @@ struct captured_stream {
     [[nodiscard]] std::string tail_text() const;
 
   private:
+    bool shown_and_kept(std::string_view chunk, std::string_view& shown);
     bool keep(std::string_view chunk);
+    // What goes to disk stops being what was written (masked, cut, refused): the file's digest goes on alone.
+    void part_file_digest();
+
+    // While what is on disk is exactly what the subject wrote (nothing to mask, under the limit: the usual
+    // case), the receipt's digest is the report's and each byte is hashed once.
+    bool file_follows_ = true;
 };
 
 } // namespace maka_eval::in_container

@@ -55,7 +55,12 @@ std::string signal_name(int sig) {
 
 class supervision {
   public:
-    supervision(run_request& request, const supervisor_io& io) : request_(request), io_(io) {}
+    supervision(run_request& request, const supervisor_io& io) : request_(request), io_(io) {
+        // What the subject writes is hashed once: the carriers use the streams' digests until the repair
+        // of invalid UTF-8 first changes a byte (result_frame.hpp).
+        carrier_.follow(artifacts_.out.digest);
+        stderr_carrier_.follow(artifacts_.err.digest);
+    }
     ~supervision() = default;
     supervision(const supervision&) = delete;
     supervision& operator=(const supervision&) = delete;
@@ -66,7 +71,7 @@ class supervision {
     enum class phase { running, draining, terminating, killing, done };
 
     // Before the subject: its user, the root-only state, the scope record's place, the trial lock, the
-    // leftovers of earlier trials, the artifacts and the maskers.
+    // leftovers of earlier trials, the artifacts.
     boost::system::result<void, supervision_error> prepare();
     void build_maskers();
     std::vector<std::string> subject_environment() const;
@@ -89,9 +94,13 @@ class supervision {
     [[nodiscard]] bool scope_quiet() const { return tree_.quiet(leader_gone_); }
     report_message report();
 
+    // What one read of a subject's pipe takes at most: a quarter of the pipe we ask for.
+    static constexpr std::size_t capture_chunk_bytes = std::size_t{256} << 10U;
+
     run_request& request_;
     const supervisor_io& io_;
     trial_artifacts artifacts_;
+    std::unique_ptr<char[]> read_buffer_ = std::make_unique<char[]>(capture_chunk_bytes);
     contracts::carrier carrier_;
     contracts::carrier stderr_carrier_; // its size and digest: the diagnostic counts stderr as noise
     spawn_outcome spawned_;
@@ -171,13 +180,13 @@ boost::system::result<void, supervision_error> supervision::prepare() {
         return supervision_error{contracts::helper_fault::artifacts_unavailable,
                                  "Maka Eval could not prepare subject artifact output: " + opened.error()};
     }
-    build_maskers();
     return {};
 }
 
 // Every credential's value, and the values of the environment entries `mask` names, masked out of both
-// artifacts and the live output (secret_mask.hpp). Built while the values are still here: they are wiped
-// once the subject has its copy.
+// artifacts and the live output (secret_mask.hpp). Built once the subject has started, before its first
+// byte is read: the subject's start never waits for it, and its memory is not in what the subject inherits
+// at fork (the usage report's peak RSS). The values are wiped right after.
 void supervision::build_maskers() {
     std::vector<std::string_view> secrets;
     for (const auto& [name, value] : request_.credentials) {
@@ -238,6 +247,13 @@ boost::system::result<report_message, supervision_error> supervision::run() {
         return supervision_error{contracts::helper_fault::spawn_failed,
                                  std::string("pipe: ") + std::strerror(errno)};
     }
+    // A pipe of pipe-max-size (1 MiB by default) instead of 64 KiB: a subject that writes fast is woken and
+    // we are woken a sixteenth as often. Where the kernel refuses (a lower limit), the default stays.
+    for (const auto* ends : {&out_pipe, &err_pipe}) {
+        if (ends->read) {
+            (void)::fcntl(ends->read.get(), F_SETPIPE_SZ, capture_chunk_bytes * 4);
+        }
+    }
     // captureStdout:false sends stdout where the original's `>/dev/null` sent it.
     posix::unique_fd null_fd(request_.capture_stdout ? -1 : open_retry("/dev/null", O_WRONLY));
     const auto self = read_status(::getpid());
@@ -260,6 +276,7 @@ boost::system::result<report_message, supervision_error> supervision::run() {
     started_at_ = clock_type::now();
     spawned_ = spawn_subject(plan);
     tree_ = subject_tree(spawned_.pid);
+    build_maskers();
     // The subject has its own copy now (or never will): ours goes.
     for (auto& entry : plan.environment) {
         contracts::wipe(entry);
@@ -444,8 +461,8 @@ void supervision::start_draining(std::uint32_t ms) {
 }
 
 void supervision::on_stream(captured_stream& stream, bool is_stdout) {
-    char buffer[65536];
-    const ssize_t got = posix::read_retry(stream.fd, buffer, sizeof buffer);
+    char* buffer = read_buffer_.get();
+    const ssize_t got = posix::read_retry(stream.fd, buffer, capture_chunk_bytes);
     std::string_view shown;
     bool kept = true;
     if (got <= 0) {
@@ -453,7 +470,8 @@ void supervision::on_stream(captured_stream& stream, bool is_stdout) {
         kept = stream.finish(shown);
     } else {
         const std::string_view chunk(buffer, static_cast<std::size_t>(got));
-        // The frame is decoded from what the subject wrote to stdout, unmasked; stderr counts as noise.
+        // The frame is decoded from what the subject wrote to stdout, unmasked; stderr counts as noise. The
+        // carrier is fed first: it follows the stream's digest, which `take` feeds.
         (is_stdout ? carrier_ : stderr_carrier_).feed(chunk);
         kept = stream.take(chunk, shown);
     }

@@ -247,3 +247,39 @@ TEST_CASE("an oversize stream keeps bounded memory and hashes everything") {
 }
 
 } // namespace
+
+TEST_CASE("a carrier following its stream's digest hashes what a carrier of its own does, however the stream "
+          "is cut and whatever it holds") {
+    // Valid ASCII and multi-byte text, a character cut between writes, invalid bytes, a truncated tail.
+    const std::vector<std::string> streams = {
+        "plain text\n",
+        "na\xC3\xAFve \xE2\x82\xAC \xF0\x9F\x98\x80 done",
+        std::string("bad \xC3\x28 then \xED\xA0\x80 surrogate \xFF end"),
+        "ends mid-character \xE2\x82",
+        std::string(100, 'a') + "\xF0\x9F\x98\x80" + std::string(100, 'b'),
+    };
+    for (const auto& stream : streams) {
+        for (std::size_t cut = 1; cut <= stream.size(); ++cut) {
+            carrier alone;
+            carrier following;
+            maka_eval::contracts::sha256 raw;
+            following.follow(raw);
+            for (std::size_t at = 0; at < stream.size(); at += cut) {
+                const std::string_view chunk = std::string_view(stream).substr(at, cut);
+                alone.feed(chunk);
+                following.feed(chunk);
+                raw.update(chunk); // the owner feeds its digest after the carrier
+            }
+            alone.finish();
+            following.finish();
+            CAPTURE(stream);
+            CAPTURE(cut);
+            CHECK(following.size() == alone.size());
+            CHECK(following.text() == alone.text());
+            CHECK(following.sha256_hex() == alone.sha256_hex());
+            CHECK(following.sha256_hex_after("more") == alone.sha256_hex_after("more"));
+            CHECK(alone.sha256_hex() ==
+                  maka_eval::contracts::sha256_hex(maka_eval::contracts::repair_utf8(stream)));
+        }
+    }
+}
