@@ -228,6 +228,62 @@ def masking(relay, rows):
         c.remove()
 
 
+def many_credentials(count=200, size=4096, seed=20261206):
+    """`count` credentials of `size` bytes, with characters that URL encoding changes, so every form the
+    masker covers (the value, base64 at three alignments, percent-encoding in both cases) is distinct."""
+    rng = random.Random(seed)
+    alphabet = string.ascii_letters + string.digits + "+/=-_.~:@"
+    return {f"BENCH_CRED_{i}": "".join(rng.choice(alphabet) for _ in range(size)) for i in range(count)}
+
+
+def credentials_at_scale(relay, repeats, rows):
+    """200 credentials of 4 KiB (JWTs, PEM keys, service-account JSON are this size): the helper's peak RSS
+    and the subject's start (the relay's `execute` to the helper's `started`) against the same trial with
+    none, interleaved in one container."""
+    c = Container("maka-bench-credentials")
+    try:
+        run_trial(relay, c.name, "true")
+        values = many_credentials()
+        env = {**os.environ, **values}
+        credentials = ["--trust-reused-container", *(a for name in values for a in ("--credential", name))]
+        script = 'echo "$BENCH_CRED_7"'
+        plain_start, start, plain_rss, rss, counts = [], [], [], [], []
+        def execute_to_started(argv_extra):
+            """A trial's log, summed from the relay's `execute` (exclusive) to the helper's `started`."""
+            argv = [relay, "run", "--env", f"docker:{c.name}", "--json", "--log-format", "json", *argv_extra,
+                    "--", "sh", "-c", script]
+            proc = subprocess.run(argv, capture_output=True, text=True, env=env)
+            total, counting, ph = 0, False, phases(proc.stderr)
+            for line in proc.stderr.splitlines():
+                entry = json.loads(line) if line.startswith("{") else {}
+                if counting:
+                    total += int(entry.get("ms", 0))
+                if entry.get("phase") == "execute":
+                    counting = True
+                if entry.get("phase") == "started":
+                    break
+            return total, json.loads(proc.stdout.strip().splitlines()[-1]), ph
+
+        for _ in range(repeats):
+            ms, _, ph = execute_to_started(("--trust-reused-container",))
+            plain_start.append(ms)
+            plain_rss.append(int(ph["exited"]["helperPeakRssKiB"]) / 1024)
+            ms, result, ph = execute_to_started(credentials)
+            start.append(ms)
+            rss.append(int(ph["exited"]["helperPeakRssKiB"]) / 1024)
+            counts.append(int(ph.get("masked", {}).get("stdout", 0)))
+            assert values["BENCH_CRED_7"] not in json.dumps(result), "a credential reached the result"
+        assert all(n == 1 for n in counts), counts
+        forms = sum(len(v) + 3 * (4 * len(v) // 3) + 2 * len(v) for v in values.values())
+        rows.append(("200 credentials of 4 KiB masked (1,200 forms, ~%.1f MiB of them): helper peak RSS" % (forms / (1 << 20)),
+                     fmt(rss, "MiB"), f"target ≤ 16 MiB; {fmt(plain_rss, 'MiB')} with none"))
+        delay = statistics.median(start) - statistics.median(plain_start)
+        rows.append(("  … the subject's start (relay's execute → helper's started)", fmt(start, "ms", 0),
+                     f"{delay:+.0f} ms against none ({fmt(plain_start, 'ms', 0)}); target ≤ +20 ms"))
+    finally:
+        c.remove()
+
+
 def pss_kib(pid):
     """A process's proportional set size (shared pages divided among their users), or 0 once it is gone."""
     try:
@@ -547,7 +603,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", required=True)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
-    parser.add_argument("--only", help="one measurement: overhead, cold, cancel, memory, masking, concurrent, "
+    parser.add_argument("--only", help="one measurement: overhead, cold, cancel, memory, masking, credentials, concurrent, "
                                        "size, projection, tls, bridge, versus")
     parser.add_argument("--concurrent", type=int, default=128, help="trials at once in `concurrent` (128)")
     parser.add_argument("--against", help="another build directory: `--only versus` compares warm and cold "
@@ -562,6 +618,7 @@ def main():
         "cancel": lambda: cancel(relay, 3 if args.quick else 5, rows),
         "memory": lambda: memory(relay, rows),
         "masking": lambda: masking(relay, rows),
+        "credentials": lambda: credentials_at_scale(relay, 3 if args.quick else 7, rows),
         "concurrent": lambda: concurrent(relay, args.concurrent, rows),
         "size": lambda: helper_size(args.build, rows),
         "projection": lambda: projection(args.build, rows),

@@ -2,6 +2,7 @@
 #include "contracts/secret_mask.hpp"
 
 #include "contracts/python_text.hpp"
+#include "contracts/secret.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -15,15 +16,20 @@ bool unreserved(unsigned char c) {
 }
 
 std::string percent_encoded(std::string_view value, const char* digits) {
-    std::string out;
+    // Written into place: this runs over every byte of every credential before the subject's output is read.
+    std::string out(value.size() * 3, '\0');
+    std::size_t at = 0;
     for (const char ch : value) {
         const auto c = static_cast<unsigned char>(ch);
         if (unreserved(c)) {
-            out.push_back(ch);
+            out[at++] = ch;
         } else {
-            out += {'%', digits[c >> 4U], digits[c & 0xFU]};
+            out[at++] = '%';
+            out[at++] = digits[c >> 4U];
+            out[at++] = digits[c & 0xFU];
         }
     }
+    out.resize(at);
     return out;
 }
 
@@ -32,14 +38,19 @@ std::string percent_encoded(std::string_view value, const char* digits) {
 std::vector<std::string> secret_forms(std::string_view value) {
     std::vector<std::string> out;
     // Base64 of the value after k other bytes: the characters whose six bits all come from the value.
+    std::string shifted(2, '\0');
+    shifted.append(value);
     for (std::size_t k = 0; k < 3; ++k) {
-        const std::string encoded = python::b64encode(std::string(k, '\0') + std::string(value));
+        std::string encoded = python::b64encode(std::string_view(shifted).substr(2 - k));
         const std::size_t first = (8 * k + 5) / 6;
         const std::size_t last = 8 * (k + value.size()) / 6; // one past
         if (last > first) {
-            out.push_back(encoded.substr(first, last - first));
+            encoded.resize(last);
+            encoded.erase(0, first);
+            out.push_back(std::move(encoded));
         }
     }
+    wipe(shifted);
     for (const char* digits : {"0123456789ABCDEF", "0123456789abcdef"}) {
         if (auto encoded = percent_encoded(value, digits); encoded != value) {
             out.push_back(std::move(encoded));
@@ -105,14 +116,28 @@ secret_masker::secret_masker(const std::vector<std::string_view>& secrets) {
             p.text.append(form);
         }
     };
+    // Reserved to the byte first: growing by doubling would hold twice the forms for a moment (the
+    // memory bound is the forms' bytes once).
+    std::size_t total = 0;
+    for (const auto secret : secrets) {
+        if (secret.size() >= min_secret_bytes) {
+            const auto reserved =
+                static_cast<std::size_t>(std::count_if(secret.begin(), secret.end(), [](char c) {
+                    return !unreserved(static_cast<unsigned char>(c));
+                }));
+            total += secret.size() + 3 * (4 * secret.size() / 3 + 2) + 2 * (secret.size() + 2 * reserved);
+        }
+    }
+    p.text.reserve(total);
     for (const auto secret : secrets) {
         if (secret.size() < min_secret_bytes) {
             skipped_ += secret.empty() ? 0U : 1U;
             continue;
         }
         add(secret);
-        for (const auto& form : secret_forms(secret)) {
+        for (auto& form : secret_forms(secret)) {
             add(form);
+            wipe(form);
         }
     }
     if (p.forms.empty()) {

@@ -11,6 +11,8 @@
 
 #include <limits>
 #include <stdexcept>
+#include <string>
+#include <unordered_map>
 
 #include <boost/json/parse.hpp>
 
@@ -340,6 +342,108 @@ json::object to_json(const session_message& message) {
     return std::visit(to_json_visitor{}, message);
 }
 
+namespace {
+
+// `run` carries the credentials, which may be megabytes: written straight into one reserved line, with the
+// bytes the generic path (object, then text) writes — the golden vector holds both to the same bytes —
+// instead of copying every value into a JSON object first.
+void append_variables(std::string& out, const variables& vars) {
+    // As a JSON object has it: one member per name, where it first appears, with its last value.
+    std::unordered_map<std::string_view, std::size_t> last;
+    for (std::size_t i = 0; i < vars.size(); ++i) {
+        last[vars[i].first] = i;
+    }
+    out.push_back('{');
+    bool first = true;
+    for (std::size_t i = 0; i < vars.size(); ++i) {
+        const auto at = last.find(vars[i].first);
+        if (at == last.end()) {
+            continue; // written already
+        }
+        if (!first) {
+            out.push_back(',');
+        }
+        first = false;
+        append_wire_string(out, vars[i].first);
+        out.push_back(':');
+        append_wire_string(out, vars[at->second].second);
+        last.erase(at);
+    }
+    out.push_back('}');
+}
+
+std::string serialize_run(const run_request& m) {
+    std::size_t size = 1024 + m.cwd.size() + m.scope_path.size() + m.artifacts_dir.size() + m.user.size();
+    for (const auto* set : {&m.environment, &m.credentials}) {
+        for (const auto& [name, value] : *set) {
+            size += name.size() + value.size() + 8;
+        }
+    }
+    for (const auto& arg : m.argv) {
+        size += arg.size() + 4;
+    }
+    for (const auto& name : m.mask) {
+        size += name.size() + 4;
+    }
+    std::string out;
+    out.reserve(size);
+    auto key = [&out](std::string_view name) {
+        out.push_back(',');
+        append_wire_string(out, name);
+        out.push_back(':');
+    };
+    auto text_list = [&out](const std::vector<std::string>& items) {
+        out.push_back('[');
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            if (i > 0) {
+                out.push_back(',');
+            }
+            append_wire_string(out, items[i]);
+        }
+        out.push_back(']');
+    };
+    auto flag = [&out](bool value) { out.append(value ? "true" : "false"); };
+    out.append(R"({"kind":"run","version":)").append(std::to_string(session_protocol_version));
+    key("argv");
+    text_list(m.argv);
+    key("cwd");
+    append_wire_string(out, m.cwd);
+    key("environment");
+    append_variables(out, m.environment);
+    key("credentials");
+    append_variables(out, m.credentials);
+    key("resultToken");
+    append_wire_string(out, m.result_token);
+    key("captureStdout");
+    flag(m.capture_stdout);
+    key("scopePath");
+    append_wire_string(out, m.scope_path);
+    key("artifactsDir");
+    append_wire_string(out, m.artifacts_dir);
+    key("termGraceMs");
+    out.append(std::to_string(m.term_grace_ms));
+    key("killGraceMs");
+    out.append(std::to_string(m.kill_grace_ms));
+    key("drainMs");
+    out.append(std::to_string(m.drain_ms));
+    key("artifactLimitBytes");
+    out.append(std::to_string(m.artifact_limit));
+    key("user");
+    append_wire_string(out, m.user);
+    key("keepLeftovers");
+    flag(m.keep_leftovers);
+    key("follow");
+    flag(m.follow);
+    if (!m.mask.empty()) {
+        key("mask");
+        text_list(m.mask);
+    }
+    out.append("}\n");
+    return out;
+}
+
+} // namespace
+
 std::string serialize(const session_message& message) {
     // `output` goes out thousands of times a second when a subject is chatty: built directly, as the generic
     // path would build it (base64 needs no escaping; the golden vector holds both to the same bytes).
@@ -357,6 +461,9 @@ std::string serialize(const session_message& message) {
             .append(std::to_string(output->dropped))
             .append("}\n");
         return line;
+    }
+    if (const auto* run = std::get_if<run_request>(&message)) {
+        return serialize_run(*run);
     }
     return to_wire(to_json(message)) + "\n";
 }

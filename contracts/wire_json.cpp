@@ -82,6 +82,18 @@ void write(std::string& out, const boost::json::value& value) {
 void append_wire_string(std::string& out, std::string_view utf8) {
     out.push_back('"');
     for (std::size_t pos = 0; pos < utf8.size();) {
+        // Printable ASCII other than the quote and the backslash stands for itself: appended a run at a time
+        // (a credential of megabytes is one run).
+        std::size_t plain = pos;
+        while (plain < utf8.size() && utf8[plain] >= 0x20 && utf8[plain] < 0x7F && utf8[plain] != '"' &&
+               utf8[plain] != '\\') {
+            ++plain;
+        }
+        if (plain > pos) {
+            out.append(utf8, pos, plain - pos);
+            pos = plain;
+            continue;
+        }
         const char32_t c = next_code_point(utf8, pos);
         switch (c) {
         case '"':

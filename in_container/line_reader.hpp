@@ -27,12 +27,19 @@ class line_reader {
     [[nodiscard]] bool at_eof() const noexcept { return eof_; }
     [[nodiscard]] int fd() const noexcept { return fd_; }
     // Overwrites what is buffered (it may hold secrets of a `run` request); its destruction does too.
-    void wipe() noexcept { buffer_.clear(); }
+    void wipe() noexcept {
+        buffer_.clear();
+        scanned_ = 0;
+    }
 
   private:
+    // A read takes up to this much; the buffer grows by doubling, the old storage wiped as it goes.
+    static constexpr std::size_t read_chunk = std::size_t{256} << 10U;
+
     int fd_;
     std::size_t limit_;
     contracts::secret_text buffer_;
+    std::size_t scanned_ = 0; // the buffer's first bytes, known to hold no newline
     bool discarding_ = false;
     bool eof_ = false;
 };

@@ -4,16 +4,24 @@
 // mem or environ for anyone but root: a subject of the same uid cannot read the `run` line off our stdin)
 // and every inherited descriptor above stderr is closed (whatever started us may have leaked sockets or
 // pipes; a subject must never inherit, say, the relay's connection to the orchestrator).
+//
+// malloc keeps what is freed (no mmap per large block, no trim at the top): a `run` request of megabytes
+// (credentials) goes through the line buffer, the parsed JSON and the request, and each reuses the pages
+// the one before faulted in instead of faulting fresh ones (a page fault is the costly part of moving
+// bytes here, more so in a VM). The supervisor returns it all once the subject has started.
 #include "in_container/cli.hpp"
 #include "in_container/io.hpp"
 
 #include <exception>
+#include <malloc.h>
 #include <string>
 #include <sys/prctl.h>
 #include <vector>
 
 int main(int argc, char** argv) {
     ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    (void)::mallopt(M_MMAP_THRESHOLD, 64 << 20);
+    (void)::mallopt(M_TRIM_THRESHOLD, 64 << 20);
     maka_eval::in_container::close_inherited_descriptors();
     try {
         const std::vector<std::string_view> args(argv + 1, argv + argc);

@@ -15,6 +15,7 @@
 #include "in_container/text_fields.hpp"
 
 #include <cerrno>
+#include <fcntl.h>
 #include <csignal>
 #include <cstring>
 #include <optional>
@@ -147,6 +148,9 @@ int session_command(std::span<const std::string_view> args) {
     }
     hello->heartbeat_ms = heartbeat_ms; // supervise() beats at this interval while the subject runs
     emit(*hello);
+    // Where our stdin is a pipe, as large as the system lets it be: a `run` request of megabytes
+    // (credentials) then passes in few reads and the engine writing it is not held back by each.
+    (void)::fcntl(STDIN_FILENO, F_SETPIPE_SZ, 1 << 20);
     line_reader control(STDIN_FILENO, contracts::session_line_limit_bytes);
     auto request = await_run(control, signal_fd);
     if (!request) {

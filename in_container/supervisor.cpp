@@ -28,6 +28,7 @@
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
+#include <malloc.h>
 #include <optional>
 #include <poll.h>
 #include <stdexcept>
@@ -212,9 +213,13 @@ std::vector<std::string> supervision::subject_environment() const {
     // The helper's own environment, then `execute`'s environment, credentials and result token (later wins).
     std::vector<std::string> env;
     auto set = [&env](std::string_view name, std::string_view value) {
-        const std::string prefix = std::string(name) + "=";
-        std::erase_if(env, [&](const std::string& entry) { return entry.starts_with(prefix); });
-        env.push_back(prefix + std::string(value));
+        std::string entry;
+        entry.reserve(name.size() + 1 + value.size()); // one copy of the value (it may be kilobytes)
+        entry.append(name).append("=");
+        const std::string_view prefix = entry;
+        std::erase_if(env, [&](const std::string& other) { return other.starts_with(prefix); });
+        entry.append(value);
+        env.push_back(std::move(entry));
     };
     for (char** entry = environ; *entry != nullptr; ++entry) {
         env.emplace_back(*entry);
@@ -276,13 +281,16 @@ boost::system::result<report_message, supervision_error> supervision::run() {
     started_at_ = clock_type::now();
     spawned_ = spawn_subject(plan);
     tree_ = subject_tree(spawned_.pid);
-    build_maskers();
-    // The subject has its own copy now (or never will): ours goes.
-    for (auto& entry : plan.environment) {
-        contracts::wipe(entry);
-    }
-    contracts::wipe_values(request_.environment);
-    contracts::wipe_values(request_.credentials);
+    // The subject has its own copy now (or never will): ours goes once `started` is out and the maskers are
+    // made of the request's values (the wipe writes pages the fork shared: not on the way to `started`).
+    auto wipe_request = [this, &plan] {
+        for (auto& entry : plan.environment) {
+            contracts::wipe(entry);
+        }
+        plan.environment = {};
+        contracts::wipe_values(request_.environment);
+        contracts::wipe_values(request_.credentials);
+    };
     // The subject holds the write ends now: ours close, so that its exit is our EOF.
     out_pipe.write = posix::unique_fd();
     err_pipe.write = posix::unique_fd();
@@ -290,6 +298,7 @@ boost::system::result<report_message, supervision_error> supervision::run() {
     artifacts_.out.fd = out_pipe.read.release();
     artifacts_.err.fd = err_pipe.read.release();
     if (spawned_.status == spawn_status::fork_failed) {
+        wipe_request();
         return supervision_error{contracts::helper_fault::spawn_failed,
                                  std::string("fork: ") + std::strerror(spawned_.error)};
     }
@@ -300,6 +309,11 @@ boost::system::result<report_message, supervision_error> supervision::run() {
             follow_.emplace(STDOUT_FILENO);
         }
     }
+    build_maskers(); // before the first byte is read: the pipe holds what the subject writes meanwhile
+    wipe_request();
+    // What the request and the subject's environment took is free now: back to the system, so the
+    // supervisor's resident set while it captures is its own working set and the maskers.
+    (void)::malloc_trim(0);
     loop();
     if (follow_) {
         follow_->finish();

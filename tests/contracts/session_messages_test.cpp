@@ -143,3 +143,30 @@ TEST_CASE(
 }
 
 } // namespace
+
+TEST_CASE(
+    "a run request written straight out is the bytes of the generic writer, duplicates, escapes and all") {
+    run_request run;
+    run.argv = {"sh", "-c", "echo \"quoted\" \\ tab\there\nnewline \xC3\xA9 \xF0\x9F\x98\x80"};
+    run.cwd = "/work space";
+    run.environment = {{"MODE", "offline"}, {"DUP", "first"}, {"X", "\x01\x1F\x7F"}, {"DUP", "last"}};
+    run.credentials = {{"API_KEY", std::string(5000, 'k') + "\"\\"}, {"OTHER", ""}};
+    run.result_token = "0123456789abcdef0123456789abcdef";
+    run.capture_stdout = false;
+    run.scope_path = "/logs/agent/.maka-eval-x.pid";
+    run.user = "1000:1000";
+    run.keep_leftovers = true;
+    run.follow = true;
+    for (const bool masked : {false, true}) {
+        if (masked) {
+            run.mask = {"MODE", "DUP"};
+        }
+        const session_message message = run;
+        CHECK(serialize(message) == to_wire(to_json(message)) + "\n");
+        const auto parsed = parse_session_message(serialize(message));
+        REQUIRE(parsed);
+        const auto& back = std::get<run_request>(*parsed);
+        CHECK(back.argv == run.argv);
+        CHECK(back.credentials == run.credentials);
+    }
+}
