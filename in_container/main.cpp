@@ -11,15 +11,22 @@
 // bytes here, more so in a VM). The supervisor returns it all once the subject has started.
 #include "in_container/cli.hpp"
 #include "in_container/io.hpp"
+#include "in_container/spawn.hpp"
 
 #include <exception>
 #include <malloc.h>
 #include <string>
+#include <string_view>
 #include <sys/prctl.h>
 #include <vector>
 
 int main(int argc, char** argv) {
     ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    if (argc > 1 && std::string_view(argv[1]) == "launch-subject") {
+        // Started by spawn_subject with exactly the descriptors it needs (the rest closed at its exec).
+        const std::vector<std::string_view> args(argv + 2, argv + argc);
+        return maka_eval::in_container::launch_subject_command(args);
+    }
     (void)::mallopt(M_MMAP_THRESHOLD, 64 << 20);
     (void)::mallopt(M_TRIM_THRESHOLD, 64 << 20);
     maka_eval::in_container::close_inherited_descriptors();

@@ -8,6 +8,7 @@
 #include "posix/executable_search.hpp"
 
 #include <cerrno>
+#include <charconv>
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
@@ -93,6 +94,53 @@ namespace {
 
 } // namespace
 
+namespace {
+
+constexpr std::string_view launch_command = "launch-subject";
+
+// The launcher's arguments: what the child needs besides its argv and environment (which it gets as its
+// own), as text. Descriptors are numbers that survive the exec; the identity is "uid:gid:g1,g2,…".
+std::vector<std::string> launcher_arguments(const spawn_plan& plan, int status_fd,
+                                            const std::vector<gid_t>& groups) {
+    std::vector<std::string> out{"maka-eval-helper", std::string(launch_command), std::to_string(status_fd),
+                                 std::to_string(plan.scope_directory), plan.scope_name,
+                                 std::to_string(plan.supervisor), std::to_string(plan.supervisor_start),
+                                 plan.oom_score_adj ? std::to_string(*plan.oom_score_adj) : "-"};
+    if (plan.identity) {
+        std::string identity =
+            std::to_string(plan.identity->uid) + ":" + std::to_string(plan.identity->gid) + ":";
+        for (std::size_t i = 0; i < groups.size(); ++i) {
+            identity += (i > 0 ? "," : "") + std::to_string(groups[i]);
+        }
+        out.push_back(std::move(identity));
+    } else {
+        out.emplace_back("-");
+    }
+    out.push_back("=" + plan.cwd); // "=" alone: inherit
+    out.emplace_back("--");
+    out.insert(out.end(), plan.argv.begin(), plan.argv.end());
+    return out;
+}
+
+template <typename T> bool number_of(std::string_view text, T& out) {
+    return std::from_chars(text.data(), text.data() + text.size(), out).ec == std::errc() && !text.empty();
+}
+
+// Reads the status pipe to its end (EOF) or for one message; false at EOF with nothing read.
+bool read_message(int fd, char (&message)[1 + sizeof(int)]) {
+    std::size_t got = 0;
+    while (got < sizeof message) {
+        const ssize_t n = posix::read_retry(fd, message + got, sizeof message - got);
+        if (n <= 0) {
+            break;
+        }
+        got += static_cast<std::size_t>(n);
+    }
+    return got == sizeof message;
+}
+
+} // namespace
+
 spawn_outcome spawn_subject(const spawn_plan& plan) {
     // argv, envp, the exec candidates and the groups are built before fork. The child still allocates on its
     // failure paths (error messages) and reads /proc for its own start time: safe only because the helper
@@ -119,40 +167,150 @@ spawn_outcome spawn_subject(const spawn_plan& plan) {
         return {spawn_status::fork_failed, -1, errno};
     }
     const posix::unique_fd null_fd(open_retry("/dev/null", O_RDWR));
+    const auto launch_args = launcher_arguments(plan, status_pipe.write.get(), groups);
+    std::vector<char*> launcher_argv;
+    for (const auto& arg : launch_args) {
+        launcher_argv.push_back(const_cast<char*>(arg.c_str()));
+    }
+    launcher_argv.push_back(nullptr);
     const pid_t pid = !null_fd ? -1 : ::fork();
     if (pid == 0) {
-        ::close(status_pipe.read.get()); // the child never returns: it execs or _exits
-        child(plan, status_pipe.write.get(), null_fd.get(), argv, envp, candidates, groups);
+        // The launcher: a fresh exec of this binary forks the subject, so that what the subject's
+        // processes are measured to hold (their peak RSS) starts from the launcher's few hundred KiB, not
+        // from everything this process holds (a fork's child counts its parent's resident pages as its own
+        // peak, and keeps that past its exec). Its stdin, stdout and stderr are the subject's already; the
+        // status pipe and the scope directory stay open across the exec, nothing else does.
+        ::close(status_pipe.read.get());
+        const int status_fd = status_pipe.write.get();
+        if (::dup2(null_fd.get(), STDIN_FILENO) < 0 || ::dup2(plan.stdout_fd, STDOUT_FILENO) < 0 ||
+            ::dup2(plan.stderr_fd, STDERR_FILENO) < 0) {
+            report_and_exit(status_fd, 'F', errno, 126);
+        }
+        (void)::fcntl(status_fd, F_SETFD, 0);
+        (void)::fcntl(plan.scope_directory, F_SETFD, 0);
+        ::execve("/proc/self/exe", launcher_argv.data(), envp.data());
+        // No /proc/self/exe to run (a noexec mount, no /proc): this process becomes the subject itself, as
+        // it always did; its peak RSS then includes ours at the fork (docs/running.md).
+        (void)::fcntl(status_fd, F_SETFD, FD_CLOEXEC);
+        (void)::fcntl(plan.scope_directory, F_SETFD, FD_CLOEXEC);
+        const pid_t self = ::getpid();
+        char message[1 + sizeof(int)] = {'P'};
+        std::memcpy(message + 1, &self, sizeof self);
+        (void)write_all(status_fd, std::string_view(message, sizeof message));
+        child(plan, status_fd, null_fd.get(), argv, envp, candidates, groups);
     }
     const int fork_error = errno;
-    status_pipe.write = posix::unique_fd(); // the child's end alone keeps it open, until its exec
+    status_pipe.write = posix::unique_fd(); // the launcher's and the subject's ends alone keep it open
     if (pid < 0) {
         return {spawn_status::fork_failed, -1, fork_error};
     }
+    // First the subject's pid from the launcher, then EOF once the subject's exec succeeded (the launcher
+    // has exited by then), or what failed.
     char message[1 + sizeof(int)] = {};
-    std::size_t got = 0;
-    while (got < sizeof message) {
-        const ssize_t n = posix::read_retry(status_pipe.read.get(), message + got, sizeof message - got);
-        if (n <= 0) {
-            break;
+    if (!read_message(status_pipe.read.get(), message) || message[0] != 'P') {
+        int error = EIO;
+        if (message[0] == 'F') {
+            std::memcpy(&error, message + 1, sizeof error);
         }
-        got += static_cast<std::size_t>(n);
+        return {spawn_status::fork_failed, -1, error, pid};
     }
-    if (got == 0) {
-        return {spawn_status::started, pid, 0};
+    pid_t subject = -1;
+    std::memcpy(&subject, message + 1, sizeof subject);
+    const pid_t launcher = subject == pid ? -1 : pid; // the fork became the subject where it could not exec
+    if (!read_message(status_pipe.read.get(), message)) {
+        return {spawn_status::started, subject, 0, launcher};
     }
     int error = 0;
     std::memcpy(&error, message + 1, sizeof error);
     switch (message[0]) {
     case 'S':
-        return {spawn_status::scope_unavailable, pid, error};
+        return {spawn_status::scope_unavailable, subject, error, launcher};
     case 'C':
-        return {spawn_status::cwd_unavailable, pid, error};
+        return {spawn_status::cwd_unavailable, subject, error, launcher};
     case 'U':
-        return {spawn_status::identity_failed, pid, error};
+        return {spawn_status::identity_failed, subject, error, launcher};
     default:
-        return {spawn_status::exec_failed, pid, error};
+        return {spawn_status::exec_failed, subject, error, launcher};
     }
+}
+
+int launch_subject_command(std::span<const std::string_view> args) {
+    // args: STATUS_FD SCOPE_DIR_FD SCOPE_NAME SUPERVISOR SUPERVISOR_START OOM IDENTITY =CWD -- ARGV...
+    int status_fd = -1;
+    spawn_plan plan;
+    if (args.size() < 10 || !number_of(args[0], status_fd) || !number_of(args[1], plan.scope_directory) ||
+        !number_of(args[3], plan.supervisor) || !number_of(args[4], plan.supervisor_start) ||
+        !args[7].starts_with("=") || args[8] != "--") {
+        log_line("launch-subject: only the helper itself starts this, with what it needs");
+        return 2;
+    }
+    plan.scope_name = std::string(args[2]);
+    if (int adj = 0; args[5] != "-" && number_of(args[5], adj)) {
+        plan.oom_score_adj = adj;
+    }
+    std::vector<gid_t> groups;
+    if (args[6] != "-") {
+        policy::subject_identity identity;
+        const auto text = args[6];
+        const auto first = text.find(':');
+        const auto second = text.find(':', first + 1);
+        if (first == std::string_view::npos || second == std::string_view::npos ||
+            !number_of(text.substr(0, first), identity.uid) ||
+            !number_of(text.substr(first + 1, second - first - 1), identity.gid)) {
+            report_and_exit(status_fd, 'F', EINVAL, 126);
+        }
+        for (auto rest = text.substr(second + 1); !rest.empty();) {
+            const auto comma = std::min(rest.find(','), rest.size());
+            gid_t gid = 0;
+            if (number_of(rest.substr(0, comma), gid)) {
+                groups.push_back(gid);
+            }
+            rest.remove_prefix(std::min(comma + 1, rest.size()));
+        }
+        plan.identity = identity;
+    }
+    plan.cwd = std::string(args[7].substr(1));
+    for (const auto arg : args.subspan(9)) {
+        plan.argv.emplace_back(arg);
+    }
+    plan.stdout_fd = STDOUT_FILENO;
+    plan.stderr_fd = STDERR_FILENO;
+    std::vector<char*> argv;
+    for (const auto& arg : plan.argv) {
+        argv.push_back(const_cast<char*>(arg.c_str()));
+    }
+    argv.push_back(nullptr);
+    const auto candidates = posix::exec_candidates(plan.argv.front(), ::getenv("PATH"));
+    std::vector<char*> envp;
+    for (char** entry = environ; *entry != nullptr; ++entry) {
+        envp.push_back(*entry);
+    }
+    envp.push_back(nullptr);
+    // The subject's exec closes these; the launcher's exit closes its own copies.
+    (void)::fcntl(status_fd, F_SETFD, FD_CLOEXEC);
+    (void)::fcntl(plan.scope_directory, F_SETFD, FD_CLOEXEC);
+    // The subject waits for its pid to be on the status pipe before anything of its own can be.
+    auto go = posix::make_pipe();
+    if (!go) {
+        report_and_exit(status_fd, 'F', errno, 126);
+    }
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        go.write = posix::unique_fd();
+        char byte = 0;
+        while (posix::read_retry(go.read.get(), &byte, 1) > 0) {
+        }
+        go.read = posix::unique_fd();
+        child(plan, status_fd, STDIN_FILENO, argv, envp, candidates, groups);
+    }
+    if (pid < 0) {
+        report_and_exit(status_fd, 'F', errno, 126);
+    }
+    char message[1 + sizeof(int)] = {'P'};
+    std::memcpy(message + 1, &pid, sizeof pid);
+    (void)write_all(status_fd, std::string_view(message, sizeof message));
+    // The subject is reparented to the supervisor (its subreaper) as we exit.
+    ::_exit(0);
 }
 
 } // namespace maka_eval::in_container

@@ -2,7 +2,9 @@
 // file (still as the supervisor, into its root-only directory), take on the subject's identity, cwd, exec.
 // The subject never starts unless its scope is published (the original's C7 guarantee).
 //
-// The child reports how far it got through a close-on-exec status pipe: EOF means exec succeeded. Exec
+// The fork execs this binary again (`launch-subject`), which forks the subject and exits: the subject's
+// measured peak RSS is then its own, not this process's at the fork. The launcher writes the subject's pid
+// to a close-on-exec status pipe; the subject then reports how far it got: EOF means exec succeeded. Exec
 // failures follow sh: 127 when the command is not found, 126 when it cannot be run, with a message on the
 // subject's stderr (so it lands in the stderr artifact).
 #pragma once
@@ -11,7 +13,9 @@
 #include "policy/user_spec.hpp"
 
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <sys/types.h>
 #include <vector>
 
@@ -44,8 +48,14 @@ struct spawn_outcome {
     spawn_status status = spawn_status::fork_failed;
     pid_t pid = -1; // the leader (also the pgid); -1 when fork failed
     int error = 0;  // errno of the failed step
+    pid_t launcher = -1; // the process that forked the leader, ours to reap (not the subject's); -1: none
 };
 
 [[nodiscard]] spawn_outcome spawn_subject(const spawn_plan& plan);
+
+// `maka-eval-helper launch-subject …`: what spawn_subject's fork execs, so that the subject is forked from
+// a fresh, small process (spawn.cpp says why). Not a command for people; main() runs it before anything
+// else, since the descriptors it is handed must not be closed as inherited ones.
+int launch_subject_command(std::span<const std::string_view> args);
 
 } // namespace maka_eval::in_container

@@ -40,10 +40,13 @@ std::vector<process_status> subject_tree::left_running(pid_t except) const {
     return left;
 }
 
-void subject_tree::reap_others() const {
+void subject_tree::reap_others(const std::function<void(pid_t, const rusage&)>& reaped) const {
     for (const auto& process : descendants_of(::getpid())) {
         if (process.ppid == ::getpid() && process.pid != leader_ && process.state == 'Z') {
-            ::waitpid(process.pid, nullptr, WNOHANG);
+            rusage usage{};
+            if (::wait4(process.pid, nullptr, WNOHANG, &usage) == process.pid) {
+                reaped(process.pid, usage);
+            }
         }
     }
 }

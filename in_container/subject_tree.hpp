@@ -7,7 +7,9 @@
 #include "in_container/process_table.hpp"
 
 #include <cstddef>
+#include <functional>
 #include <set>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <vector>
 
@@ -29,8 +31,8 @@ class subject_tree {
     // Our live descendants other than the leader and `except` (the drainer): what the subject left running.
     [[nodiscard]] std::vector<process_status> left_running(pid_t except) const;
     // Reaps our dead children other than the leader, which stays a zombie so its pgid is not reused while we
-    // signal the group.
-    void reap_others() const;
+    // signal the group; `reaped` hears each one's pid and usage.
+    void reap_others(const std::function<void(pid_t, const rusage&)>& reaped) const;
 
   private:
     pid_t leader_ = -1;

@@ -89,6 +89,9 @@ class supervision {
     // done; a subject that exits on its own goes running → draining → done.
     void settle(const std::string& reason);
     void leader_exited(int code, bool killed);
+    // A child of ours other than the leader has exited: reaped, and its usage counted when the subject's.
+    void reaped_other(pid_t pid);
+    void counted(pid_t pid, const rusage& usage);
     void start_draining(std::uint32_t ms);
     void hand_off_streams();
     [[nodiscard]] bool streams_closed() const { return artifacts_.out.fd < 0 && artifacts_.err.fd < 0; }
@@ -443,19 +446,33 @@ void supervision::on_children() {
             break;
         }
         if (info.si_pid != spawned_.pid) {
-            ::waitpid(info.si_pid, nullptr, WNOHANG);
+            reaped_other(info.si_pid);
             continue;
         }
         if (!leader_gone_) {
             leader_exited(info.si_status, info.si_code != CLD_EXITED);
         }
         // waitid keeps answering with the zombie leader; other dead children are found through /proc.
-        tree_.reap_others();
+        tree_.reap_others([this](pid_t pid, const rusage& usage) { counted(pid, usage); });
         break;
     }
     if (settling_ && scope_quiet()) {
         settled_at_ = clock_type::now();
         start_draining(request_.drain_ms);
+    }
+}
+
+void supervision::reaped_other(pid_t pid) {
+    rusage usage{};
+    if (::wait4(pid, nullptr, WNOHANG, &usage) == pid) {
+        counted(pid, usage);
+    }
+}
+
+void supervision::counted(pid_t pid, const rusage& usage) {
+    // The launcher is ours (it held our resident pages at the fork), a subject's orphan is the subject's.
+    if (pid != spawned_.launcher && pid != drainer_) {
+        usage_.add(usage);
     }
 }
 
@@ -564,7 +581,9 @@ report_message supervision::report() {
         record_leftovers(*state_directory_, tree_.left_running(drainer_));
     }
     // Reap the leader last: until now its zombie kept the pgid from being reused.
-    ::waitpid(spawned_.pid, nullptr, WNOHANG);
+    if (spawned_.pid > 0) {
+        reaped_other(spawned_.pid);
+    }
     if (spawned_.status == spawn_status::started) {
         (void)::unlinkat(scope_.directory.get(), scope_.name.c_str(), 0);
     }
@@ -595,7 +614,8 @@ report_message supervision::report() {
     m.peak_rss_kib = contracts::peak_rss_kib();
     if (spawned_.status == spawn_status::started) {
         // After the leader was reaped: its time and its descendants' reaped time are ours to read now.
-        m.usage = usage_.measure(m.run_ms, drainer_ > 0); // the same span: start → the leader's exit
+        // The same span: start → the leader's exit. Ours among the processes since: the launcher, a drainer.
+        m.usage = usage_.measure(m.run_ms, (spawned_.launcher > 0 ? 1U : 0U) + (drainer_ > 0 ? 1U : 0U));
         artifacts_.write_usage(*m.usage);
     }
     // Into place, the receipt last: whoever sees it sees the files it vouches for.

@@ -24,35 +24,34 @@ std::optional<std::uint64_t> last_pid_allocated() {
     return proc_sys_number("/proc/sys/kernel/ns_last_pid");
 }
 
-std::uint64_t ms_of(const timeval& t) {
-    return static_cast<std::uint64_t>(t.tv_sec) * 1000U + static_cast<std::uint64_t>(t.tv_usec) / 1000U;
+std::uint64_t us_of(const timeval& t) {
+    return static_cast<std::uint64_t>(t.tv_sec) * 1000000U + static_cast<std::uint64_t>(t.tv_usec);
 }
 
 } // namespace
 
 void usage_meter::start() {
-    (void)::getrusage(RUSAGE_CHILDREN, &children_before_);
     last_pid_before_ = last_pid_allocated();
 }
 
-contracts::subject_usage usage_meter::measure(std::uint64_t wall_ms, bool forked_drainer) const {
+void usage_meter::add(const rusage& reaped) {
+    user_us_ += us_of(reaped.ru_utime);
+    system_us_ += us_of(reaped.ru_stime);
+    peak_rss_kib_ = std::max(peak_rss_kib_, static_cast<std::uint64_t>(std::max(0L, reaped.ru_maxrss)));
+}
+
+contracts::subject_usage usage_meter::measure(std::uint64_t wall_ms, std::uint64_t own_processes) const {
     contracts::subject_usage out;
     out.wall_ms = wall_ms;
-    rusage now{};
-    if (::getrusage(RUSAGE_CHILDREN, &now) == 0) {
-        out.user_ms = ms_of(now.ru_utime) - std::min(ms_of(now.ru_utime), ms_of(children_before_.ru_utime));
-        out.system_ms = ms_of(now.ru_stime) - std::min(ms_of(now.ru_stime), ms_of(children_before_.ru_stime));
-        out.peak_rss_kib = static_cast<std::uint64_t>(std::max(0L, now.ru_maxrss));
-    }
+    out.user_ms = user_us_ / 1000U;
+    out.system_ms = system_us_ / 1000U;
+    out.peak_rss_kib = peak_rss_kib_;
     if (const auto last = last_pid_allocated(); last && last_pid_before_) {
         // Allocation wraps at pid_max.
         const std::uint64_t wrap = proc_sys_number("/proc/sys/kernel/pid_max").value_or(4194304);
-        std::uint64_t allocated =
+        const std::uint64_t allocated =
             *last >= *last_pid_before_ ? *last - *last_pid_before_ : *last + wrap - *last_pid_before_;
-        if (forked_drainer && allocated > 0) {
-            --allocated;
-        }
-        out.processes = allocated;
+        out.processes = allocated - std::min(allocated, own_processes);
     }
     return out;
 }

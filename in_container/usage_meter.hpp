@@ -1,7 +1,9 @@
-// What the subject consumed, measured by its supervisor: CPU time and peak RSS of what was reaped (the
-// supervisor is the subreaper of the whole tree), and how many processes the subject started (the PID
-// namespace's allocation counter, less the supervisor's own fork of a drainer). `start` is called just
-// before the subject is spawned, so the helper's earlier children (the probe) are not counted.
+// What the subject consumed, measured by its supervisor: CPU time and peak RSS of the subject's processes
+// as they are reaped (wait4: each with its own reaped descendants; the supervisor is the subreaper of the
+// whole tree), never the supervisor's own children (the launcher, a drainer), and how many processes the
+// subject started (the PID namespace's allocation counter, less the supervisor's own forks). `start` is
+// called just before the subject is spawned, so the helper's earlier children (the probe) are not counted.
+// The subject is forked from a fresh launcher (spawn.hpp), so its peak RSS is its own, not ours.
 #pragma once
 
 #include "contracts/session_messages.hpp"
@@ -15,12 +17,16 @@ namespace maka_eval::in_container {
 class usage_meter {
   public:
     void start();
-    // After the leader is reaped: the usage over `wall_ms`. `forked_drainer`: one process allocated since
-    // `start` was ours, not the subject's.
-    [[nodiscard]] contracts::subject_usage measure(std::uint64_t wall_ms, bool forked_drainer) const;
+    // One of the subject's processes was reaped with this usage (its own and its reaped descendants').
+    void add(const rusage& reaped);
+    // After the leader is reaped: the usage over `wall_ms`. `own_processes`: how many processes allocated
+    // since `start` were ours (the launcher, a drainer), not the subject's.
+    [[nodiscard]] contracts::subject_usage measure(std::uint64_t wall_ms, std::uint64_t own_processes) const;
 
   private:
-    rusage children_before_{};
+    std::uint64_t user_us_ = 0;
+    std::uint64_t system_us_ = 0;
+    std::uint64_t peak_rss_kib_ = 0;
     std::optional<std::uint64_t> last_pid_before_;
 };
 
