@@ -220,6 +220,7 @@ struct to_json_visitor {
                          {"artifactLimitBytes", m.artifact_limit},
                          {"user", m.user},
                          {"keepLeftovers", m.keep_leftovers},
+                         {"sharedPidNamespace", m.shared_pid_namespace},
                          {"follow", m.follow}};
         if (!m.mask.empty()) {
             json::array names;
@@ -432,6 +433,8 @@ std::string serialize_run(const run_request& m) {
     append_wire_string(out, m.user);
     key("keepLeftovers");
     flag(m.keep_leftovers);
+    key("sharedPidNamespace");
+    flag(m.shared_pid_namespace);
     key("follow");
     flag(m.follow);
     if (!m.mask.empty()) {
@@ -510,6 +513,7 @@ boost::system::result<session_message, failure> from_json(const json::object& ob
         m.artifact_limit = r.count("artifactLimitBytes", false, default_artifact_limit_bytes);
         m.user = r.text("user", false);
         m.keep_leftovers = r.boolean("keepLeftovers", false);
+        m.shared_pid_namespace = r.boolean("sharedPidNamespace", false);
         m.follow = r.boolean("follow", false);
         m.mask = r.strings("mask", false);
         if (r.ok() && m.argv.empty()) {

@@ -81,6 +81,9 @@ struct run_request {
     std::string user;
     // Leave processes of earlier trials' subjects running (default: stop them before this subject starts).
     bool keep_leftovers = false;
+    // The subject shares its PID namespace with every process of the host (the local backend): the
+    // namespace's allocation counter says nothing of it, so its processes are counted as seen (usage_meter).
+    bool shared_pid_namespace = false;
     // Send the subject's output as `output` messages while it runs (run --follow). Best effort: what the
     // session cannot take at once is dropped and counted, never waited for.
     bool follow = false;

@@ -4,6 +4,8 @@
 #include "in_container/io.hpp"
 #include "in_container/text_fields.hpp"
 
+#include <algorithm>
+#include <charconv>
 #include <dirent.h>
 #include <map>
 #include <sys/syscall.h>
@@ -96,6 +98,34 @@ std::vector<process_status> all_processes(const std::string& proc_root) {
         }
         ::closedir(dir);
     }
+    return out;
+}
+
+std::vector<pid_t> children_of(pid_t pid) {
+    std::vector<pid_t> out;
+    const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+    DIR* dir = ::opendir(tasks.c_str());
+    if (dir == nullptr) {
+        return out;
+    }
+    while (const dirent* entry = ::readdir(dir)) {
+        if (entry->d_name[0] == '.') {
+            continue;
+        }
+        const auto text = read_file(tasks + "/" + entry->d_name + "/children", 1 << 16);
+        if (!text) {
+            continue;
+        }
+        for (std::string_view rest = *text; !rest.empty();) {
+            const auto space = std::min(rest.find(' '), rest.size());
+            pid_t child = 0;
+            if (std::from_chars(rest.data(), rest.data() + space, child).ec == std::errc() && child > 0) {
+                out.push_back(child);
+            }
+            rest.remove_prefix(std::min(space + 1, rest.size()));
+        }
+    }
+    ::closedir(dir);
     return out;
 }
 

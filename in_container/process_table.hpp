@@ -61,6 +61,9 @@ bool signal_exact(const process_status& target, int sig);
 // Every process /proc shows, zombies included.
 [[nodiscard]] std::vector<process_status> all_processes(const std::string& proc_root = "/proc");
 // Every process below `ancestor` (not `ancestor` itself), parents before children, zombies included.
+// The children of `pid` from /proc/PID/task/*/children (cheap: no scan of every process); empty when
+// the kernel has no such files or the process is gone.
+[[nodiscard]] std::vector<pid_t> children_of(pid_t pid);
 [[nodiscard]] std::vector<process_status> descendants_of(pid_t ancestor,
                                                          const std::string& proc_root = "/proc");
 

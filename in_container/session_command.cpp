@@ -15,9 +15,9 @@
 #include "in_container/text_fields.hpp"
 
 #include <cerrno>
-#include <fcntl.h>
 #include <csignal>
 #include <cstring>
+#include <fcntl.h>
 #include <optional>
 #include <poll.h>
 #include <unistd.h>

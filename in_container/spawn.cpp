@@ -102,9 +102,13 @@ constexpr std::string_view launch_command = "launch-subject";
 // own), as text. Descriptors are numbers that survive the exec; the identity is "uid:gid:g1,g2,…".
 std::vector<std::string> launcher_arguments(const spawn_plan& plan, int status_fd,
                                             const std::vector<gid_t>& groups) {
-    std::vector<std::string> out{"maka-eval-helper", std::string(launch_command), std::to_string(status_fd),
-                                 std::to_string(plan.scope_directory), plan.scope_name,
-                                 std::to_string(plan.supervisor), std::to_string(plan.supervisor_start),
+    std::vector<std::string> out{"maka-eval-helper",
+                                 std::string(launch_command),
+                                 std::to_string(status_fd),
+                                 std::to_string(plan.scope_directory),
+                                 plan.scope_name,
+                                 std::to_string(plan.supervisor),
+                                 std::to_string(plan.supervisor_start),
                                  plan.oom_score_adj ? std::to_string(*plan.oom_score_adj) : "-"};
     if (plan.identity) {
         std::string identity =
@@ -122,7 +126,8 @@ std::vector<std::string> launcher_arguments(const spawn_plan& plan, int status_f
     return out;
 }
 
-template <typename T> bool number_of(std::string_view text, T& out) {
+template <typename T>
+bool number_of(std::string_view text, T& out) {
     return std::from_chars(text.data(), text.data() + text.size(), out).ec == std::errc() && !text.empty();
 }
 

@@ -46,8 +46,8 @@ enum class spawn_status {
 
 struct spawn_outcome {
     spawn_status status = spawn_status::fork_failed;
-    pid_t pid = -1; // the leader (also the pgid); -1 when fork failed
-    int error = 0;  // errno of the failed step
+    pid_t pid = -1;      // the leader (also the pgid); -1 when fork failed
+    int error = 0;       // errno of the failed step
     pid_t launcher = -1; // the process that forked the leader, ours to reap (not the subject's); -1: none
 };
 

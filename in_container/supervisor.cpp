@@ -11,6 +11,7 @@
 #include "in_container/background_drainer.hpp"
 #include "in_container/captured_stream.hpp"
 #include "in_container/follow_output.hpp"
+#include "in_container/fork_events.hpp"
 #include "in_container/identity.hpp"
 #include "in_container/io.hpp"
 #include "in_container/oom_score.hpp"
@@ -92,6 +93,8 @@ class supervision {
     // A child of ours other than the leader has exited: reaped, and its usage counted when the subject's.
     void reaped_other(pid_t pid);
     void counted(pid_t pid, const rusage& usage);
+    // On the host's PID namespace: every process of the subject's tree alive now is counted as seen.
+    void census();
     void start_draining(std::uint32_t ms);
     void hand_off_streams();
     [[nodiscard]] bool streams_closed() const { return artifacts_.out.fd < 0 && artifacts_.err.fd < 0; }
@@ -110,6 +113,7 @@ class supervision {
     spawn_outcome spawned_;
     subject_tree tree_;
     usage_meter usage_;
+    fork_events forks_; // on the host's PID namespace, where the kernel lets us listen (fork_events.hpp)
     phase phase_ = phase::running;
     std::optional<clock_type::time_point> deadline_;
     clock_type::time_point started_at_;
@@ -282,8 +286,18 @@ boost::system::result<report_message, supervision_error> supervision::run() {
     }
     usage_.start();
     started_at_ = clock_type::now();
+    // On the host's PID namespace its allocation counter counts the host's processes too: the subject's
+    // are counted from the kernel's fork events where we may listen, else by a census of its tree.
+    const bool listening = request_.shared_pid_namespace && forks_.open();
     spawned_ = spawn_subject(plan);
     tree_ = subject_tree(spawned_.pid);
+    usage_.count_by_census(request_.shared_pid_namespace && !listening);
+    if (listening && spawned_.pid > 0) {
+        forks_.follow(spawned_.pid);
+    }
+    if (spawned_.pid > 0) {
+        usage_.saw(spawned_.pid);
+    }
     // The subject has its own copy now (or never will): ours goes once `started` is out and the maskers are
     // made of the request's values (the wipe writes pages the fork shared: not on the way to `started`).
     auto wipe_request = [this, &plan] {
@@ -337,6 +351,8 @@ void supervision::loop() {
     const bool beating = io_.control != nullptr && io_.emit;
     const auto beat = std::chrono::milliseconds(io_.heartbeat_ms);
     auto next_beat = clock_type::now() + beat;
+    bool counting = usage_.by_census() && !leader_gone_; // a census while the leader runs (usage_meter.hpp)
+    auto next_census = clock_type::now();
     while (phase_ != phase::done) {
         int timeout = -1;
         if (deadline_) {
@@ -353,14 +369,22 @@ void supervision::loop() {
         if (phase_ == phase::killing) {
             timeout = timeout < 0 ? 20 : std::min(timeout, 20); // re-KILL what forked since the last round
         }
-        pollfd fds[4] = {
+        if (counting) {
+            timeout = timeout < 0 ? usage_meter::census_interval_ms
+                                  : std::min(timeout, usage_meter::census_interval_ms);
+        }
+        pollfd fds[5] = {
             {io_.signal_fd, POLLIN, 0},
             {io_.control != nullptr && !io_.control->at_eof() ? io_.control->fd() : -1, POLLIN, 0},
             {artifacts_.out.fd, POLLIN, 0},
-            {artifacts_.err.fd, POLLIN, 0}};
-        const int ready = ::poll(fds, 4, timeout);
+            {artifacts_.err.fd, POLLIN, 0},
+            {forks_.fd(), POLLIN, 0}};
+        const int ready = ::poll(fds, 5, timeout);
         if (ready < 0 && errno != EINTR) {
             throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
+        }
+        if (fds[4].fd >= 0 && fds[4].revents != 0) {
+            forks_.drain(); // before a SIGCHLD is handled: a fork is queued before its child can exit
         }
         if ((fds[0].revents & POLLIN) != 0) {
             on_signals();
@@ -375,6 +399,11 @@ void supervision::loop() {
             on_stream(artifacts_.err, false);
         }
         const auto now = clock_type::now();
+        if (counting && now >= next_census) {
+            census();
+            next_census = now + std::chrono::milliseconds(usage_meter::census_interval_ms);
+        }
+        counting = usage_.by_census() && !leader_gone_;
         on_timer(now);
         if (beating && now >= next_beat) {
             io_.emit(contracts::heartbeat_message{});
@@ -473,6 +502,23 @@ void supervision::counted(pid_t pid, const rusage& usage) {
     // The launcher is ours (it held our resident pages at the fork), a subject's orphan is the subject's.
     if (pid != spawned_.launcher && pid != drainer_) {
         usage_.add(usage);
+        usage_.saw(pid);
+    }
+}
+
+void supervision::census() {
+    // The subject's tree as it stands: our children (the leader, orphans we adopted) and theirs.
+    std::vector<pid_t> frontier = children_of(::getpid());
+    std::set<pid_t> visited;
+    while (!frontier.empty()) {
+        const pid_t pid = frontier.back();
+        frontier.pop_back();
+        if (pid == spawned_.launcher || pid == drainer_ || !visited.insert(pid).second) {
+            continue;
+        }
+        usage_.saw(pid);
+        const auto more = children_of(pid);
+        frontier.insert(frontier.end(), more.begin(), more.end());
     }
 }
 
@@ -616,6 +662,14 @@ report_message supervision::report() {
         // After the leader was reaped: its time and its descendants' reaped time are ours to read now.
         // The same span: start → the leader's exit. Ours among the processes since: the launcher, a drainer.
         m.usage = usage_.measure(m.run_ms, (spawned_.launcher > 0 ? 1U : 0U) + (drainer_ > 0 ? 1U : 0U));
+        if (forks_.fd() >= 0) {
+            forks_.drain();
+            m.usage->processes = forks_.processes();
+            if (!forks_.exact()) {
+                log_line("usage: the kernel dropped process events on a busy host: the process count may be "
+                         "short");
+            }
+        }
         artifacts_.write_usage(*m.usage);
     }
     // Into place, the receipt last: whoever sees it sees the files it vouches for.

@@ -46,6 +46,10 @@ contracts::subject_usage usage_meter::measure(std::uint64_t wall_ms, std::uint64
     out.user_ms = user_us_ / 1000U;
     out.system_ms = system_us_ / 1000U;
     out.peak_rss_kib = peak_rss_kib_;
+    if (census_) {
+        out.processes = seen_.size();
+        return out;
+    }
     if (const auto last = last_pid_allocated(); last && last_pid_before_) {
         // Allocation wraps at pid_max.
         const std::uint64_t wrap = proc_sys_number("/proc/sys/kernel/pid_max").value_or(4194304);

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <sys/resource.h>
 
 namespace maka_eval::in_container {
@@ -19,6 +20,13 @@ class usage_meter {
     void start();
     // One of the subject's processes was reaped with this usage (its own and its reaped descendants').
     void add(const rusage& reaped);
+    // Where the PID namespace is the host's (`shared`), processes are counted as seen: `saw` for each one
+    // found alive in the subject's tree or reaped. A process that starts and is reaped by its own parent
+    // between two looks (census_interval) is not seen: the count is then a lower bound (docs/running.md).
+    void count_by_census(bool shared) { census_ = shared; }
+    [[nodiscard]] bool by_census() const { return census_; }
+    void saw(pid_t pid) { seen_.insert(pid); }
+    static constexpr int census_interval_ms = 10;
     // After the leader is reaped: the usage over `wall_ms`. `own_processes`: how many processes allocated
     // since `start` were ours (the launcher, a drainer), not the subject's.
     [[nodiscard]] contracts::subject_usage measure(std::uint64_t wall_ms, std::uint64_t own_processes) const;
@@ -28,6 +36,8 @@ class usage_meter {
     std::uint64_t system_us_ = 0;
     std::uint64_t peak_rss_kib_ = 0;
     std::optional<std::uint64_t> last_pid_before_;
+    bool census_ = false;
+    std::set<pid_t> seen_;
 };
 
 } // namespace maka_eval::in_container

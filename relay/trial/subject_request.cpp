@@ -71,6 +71,7 @@ contracts::run_request make_run_request(const contracts::execute_request& reques
     run.drain_ms = static_cast<std::uint32_t>(fitted.drain.count());
     run.artifact_limit = config.artifact_limit;
     run.keep_leftovers = config.keep_leftovers || placement.on_host;
+    run.shared_pid_namespace = placement.on_host;
     return run;
 }
 
