@@ -151,3 +151,43 @@ TEST_CASE("random texts, secrets and splits agree with the whole-string referenc
 }
 
 } // namespace
+
+TEST_CASE("200 credentials of 4 KiB: the masker holds their forms once and a fixed index, and masks each") {
+    std::mt19937 random(20261206);
+    const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=-_.~:@";
+    std::vector<std::string> owned;
+    for (int i = 0; i < 200; ++i) {
+        std::string value;
+        for (int k = 0; k < 4096; ++k) {
+            value.push_back(alphabet[random() % alphabet.size()]);
+        }
+        owned.push_back(std::move(value));
+    }
+    const std::vector<std::string_view> secrets(owned.begin(), owned.end());
+    std::size_t form_bytes = 0;
+    std::size_t form_count = 0;
+    for (const auto& secret : owned) {
+        form_bytes += secret.size();
+        ++form_count;
+        for (const auto& form : secret_forms(secret)) {
+            form_bytes += form.size();
+            ++form_count;
+        }
+    }
+    secret_masker masker(secrets);
+    CHECK(masker.forms() == form_count); // value, base64 at three alignments, percent-encoding in two cases
+    // The bound docs/security.md states: the forms' bytes, 16 per form, 64 KiB, and the reservation's slack.
+    CHECK(masker.table_bytes() <= form_bytes + 16 * form_count + (64U << 10U) + form_bytes / 8);
+    // Every form of some of them, among other text and split at random, comes out masked.
+    std::string text = "start ";
+    for (const std::size_t i : {0U, 57U, 123U, 199U}) {
+        text += owned[i] + " and " + secret_forms(owned[i])[i % 5] + "\n";
+    }
+    std::vector<std::string> chunks;
+    for (std::size_t at = 0; at < text.size();) {
+        const std::size_t n = 1 + random() % 5000;
+        chunks.push_back(text.substr(at, n));
+        at += n;
+    }
+    CHECK(masked(secrets, chunks) == "start *** and ***\n*** and ***\n*** and ***\n*** and ***\n");
+}

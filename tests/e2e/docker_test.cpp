@@ -404,6 +404,57 @@ TEST_CASE("masking: a credential the subject prints is in no artifact, the frame
     CHECK(artifacts.at(0).as_object().at("complete").as_bool());
 }
 
+TEST_CASE("credentials at scale: a container limited to 64 MiB runs a trial with 200 credentials of 4 KiB, "
+          "each masked in its forms, and the subject's peak memory is its own") {
+    require_engine();
+    container c({"--memory", "64m", "--memory-swap", "64m"});
+    // Characters URL encoding changes, so every form the masker covers is a form of its own.
+    const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=-_.~:@";
+    std::uint64_t state = 20261206;
+    auto next = [&state] {
+        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+        return static_cast<std::size_t>(state >> 33U);
+    };
+    auto orchestrator_env = base_env();
+    std::vector<std::string> args;
+    std::vector<std::string> values;
+    for (int i = 0; i < 200; ++i) {
+        std::string value;
+        for (int k = 0; k < 4096; ++k) {
+            value.push_back(alphabet[next() % alphabet.size()]);
+        }
+        orchestrator_env.push_back("BULK_" + std::to_string(i) + "=" + value);
+        args.insert(args.end(), {"--credential", "BULK_" + std::to_string(i)});
+        values.push_back(std::move(value));
+    }
+    // One printed as it is, one as its base64 (a Basic header's form), one inside a longer line; then the
+    // frame, and the subject's own memory: a shell that holds the 800 KiB environment and little else.
+    trial t(in_container(args, "echo \"$BULK_7\"; printf %s \"$BULK_42\" | base64 -w0; echo; "
+                               "echo \"Authorization: Bearer $BULK_199 (sent)\"; \"$HELPER\" frame ok"),
+            c.relay_args(), base_env(), orchestrator_env);
+    const auto o = t.finish();
+    INFO(o.relay_log.substr(0, 4000));
+    REQUIRE(o.exit_code == relay::exit_success);
+    CHECK(executed_of(o).at("stdout").as_string() == "ok");
+    const auto printed = c.exec("cat /logs/artifacts/maka-subject.stdout.txt").out;
+    CAPTURE(printed.substr(0, 200));
+    // Base64 keeps what the value alone does not determine: its last character and the padding.
+    const auto second = printed.find('\n', 4);
+    REQUIRE(second != std::string::npos);
+    CHECK(printed.starts_with("***\n***"));
+    CHECK(second - 4 <= 3 + 3); // "***" and at most the undetermined character and "=="
+    CHECK(printed.substr(second + 1).starts_with("Authorization: Bearer *** (sent)\n"));
+    for (const auto index : {7, 42, 199}) {
+        CHECK(printed.find(values[static_cast<std::size_t>(index)].substr(0, 64)) == std::string::npos);
+    }
+    CHECK(o.relay_log.find("stdout=3") != std::string::npos);
+    const auto usage = c.exec("cat /logs/artifacts/maka-subject.usage.json");
+    REQUIRE(usage.exit_code == 0);
+    // Its own (a shell with an 800 KiB environment, a base64), not the supervisor's masker and request.
+    CHECK(contracts::parse_object(usage.out, 1 << 20).value().at("peakRssKiB").to_number<std::uint64_t>() <
+          8U * 1024);
+}
+
 TEST_CASE(
     "artifacts: a uid-1000 subject that replaces them in a 777 /logs/artifacts changes nothing on disk") {
     require_engine();
