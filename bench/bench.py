@@ -10,6 +10,10 @@ the same run. Measurements (issue targets in brackets):
      setsid'd daemon [<= 150 ms]: the helper's settleMs (cancel received -> no descendant alive) less the grace,
      and SIGTERM-to-relay-exit wall time less the grace
   3. peak RSS of the relay and of the helper while the subject prints 1 MiB, 100 MiB, 1 GiB [<= 16 MiB]
+  3b. capture: 512 MiB of stdout through a trial against `head | cat > file; sync` in the same container
+     [<= 1.25x]; --follow of 100 MiB against a bare `docker exec` streaming it [<= 1.3x]
+  3c. 200 credentials of 4 KiB: the helper's peak RSS [<= 16 MiB] and the subject's start (execute ->
+     started) against none [<= +20 ms]
   4. 128 concurrent trials in 128 containers (--concurrent N): wall time, relay CPU per trial, the relays'
      summed PSS at its peak, lost results [0]
   4b. the static helper's size [<= 1 MiB]
@@ -224,6 +228,31 @@ def masking(relay, rows):
         rows.append(("subject prints 1 GiB with 16 credentials masked (40 bytes each: 64 forms)",
                      f"{fmt(masked, 'ms')}, helper peak RSS {fmt(helper_rss, 'MiB')}",
                      f"{ratio:.2f}× the same trial without credentials ({fmt(plain, 'ms')}); target ≤ 1.10×"))
+    finally:
+        c.remove()
+
+
+def capture(relay, repeats, rows):
+    """512 MiB of stdout through a trial (counted, hashed, kept, receipted and synced before `executed`)
+    against the floor in the same container: the same bytes piped through `cat` into a file on the same
+    filesystem and synced, through the CLI, interleaved round by round."""
+    c = Container("maka-bench-capture")
+    size = 512 << 20
+    try:
+        run_trial(relay, c.name, "true")
+        floor, trial = [], []
+        for _ in range(repeats):
+            begun = time.monotonic()
+            docker("exec", c.name, "sh", "-c",
+                   f"head -c {size} /dev/zero | cat > /logs/floor.bin; sync /logs/floor.bin; rm /logs/floor.bin")
+            floor.append((time.monotonic() - begun) * 1000)
+            wall, result, ph = run_trial(relay, c.name, f"head -c {size} /dev/zero")
+            assert result["executed"]["diagnostic"]["bytes"] == size, result
+            trial.append(wall * 1000)
+        ratio = statistics.median(trial) / statistics.median(floor)
+        rows.append(("subject prints 512 MiB: a trial (hashed, kept, receipted, synced) against "
+                     "`head | cat > file; sync` in the same container", fmt(trial, "ms"),
+                     f"**{ratio:.2f}×** the floor ({fmt(floor, 'ms')}); target ≤ 1.25×"))
     finally:
         c.remove()
 
@@ -603,7 +632,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", required=True)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
-    parser.add_argument("--only", help="one measurement: overhead, cold, cancel, memory, masking, credentials, concurrent, "
+    parser.add_argument("--only", help="one measurement: overhead, cold, cancel, capture, memory, masking, credentials, concurrent, "
                                        "size, projection, tls, bridge, versus")
     parser.add_argument("--concurrent", type=int, default=128, help="trials at once in `concurrent` (128)")
     parser.add_argument("--against", help="another build directory: `--only versus` compares warm and cold "
@@ -616,6 +645,7 @@ def main():
         "overhead": lambda: overhead(args.build, relay, repeats, rows),
         "cold": lambda: cold(relay, repeats, rows),
         "cancel": lambda: cancel(relay, 3 if args.quick else 5, rows),
+        "capture": lambda: capture(relay, 3 if args.quick else 5, rows),
         "memory": lambda: memory(relay, rows),
         "masking": lambda: masking(relay, rows),
         "credentials": lambda: credentials_at_scale(relay, 3 if args.quick else 7, rows),
