@@ -9,6 +9,40 @@ namespace {
 
 constexpr std::string_view replacement = "\xEF\xBF\xBD";
 
+// A lead byte's sequence (Unicode Table 3-7): how many continuation bytes follow, and the range the first
+// of them must fall in, which is what makes overlongs, surrogates and values past U+10FFFF invalid at the
+// earliest byte, as CPython does. `need` 0: not a lead byte (ASCII is handled before).
+struct sequence {
+    std::uint8_t need = 0;
+    unsigned char low = 0x80;
+    unsigned char high = 0xBF;
+};
+
+constexpr sequence sequence_of(unsigned char lead) {
+    if (lead >= 0xC2 && lead <= 0xDF) {
+        return {1, 0x80, 0xBF};
+    }
+    if (lead == 0xE0) {
+        return {2, 0xA0, 0xBF};
+    }
+    if (lead == 0xED) {
+        return {2, 0x80, 0x9F};
+    }
+    if (lead >= 0xE1 && lead <= 0xEF) {
+        return {2, 0x80, 0xBF};
+    }
+    if (lead == 0xF0) {
+        return {3, 0x90, 0xBF};
+    }
+    if (lead >= 0xF1 && lead <= 0xF3) {
+        return {3, 0x80, 0xBF};
+    }
+    if (lead == 0xF4) {
+        return {3, 0x80, 0x8F};
+    }
+    return {};
+}
+
 } // namespace
 
 std::size_t valid_utf8_prefix(std::string_view bytes) {
@@ -33,29 +67,8 @@ std::size_t valid_utf8_prefix(std::string_view bytes) {
             ++at;
             continue;
         }
-        // The ranges of Unicode Table 3-7 (as in utf8_repair::start).
-        std::size_t need = 0;
-        unsigned char low = 0x80;
-        unsigned char high = 0xBF;
-        if (lead >= 0xC2 && lead <= 0xDF) {
-            need = 1;
-        } else if (lead == 0xE0) {
-            need = 2;
-            low = 0xA0;
-        } else if (lead == 0xED) {
-            need = 2;
-            high = 0x9F;
-        } else if (lead >= 0xE1 && lead <= 0xEF) {
-            need = 2;
-        } else if (lead == 0xF0) {
-            need = 3;
-            low = 0x90;
-        } else if (lead >= 0xF1 && lead <= 0xF3) {
-            need = 3;
-        } else if (lead == 0xF4) {
-            need = 3;
-            high = 0x8F;
-        } else {
+        const auto [need, low, high] = sequence_of(lead);
+        if (need == 0) {
             return at;
         }
         if (at + need >= size) {
@@ -83,28 +96,14 @@ void utf8_repair::start(unsigned char byte, std::string& out) {
         out.push_back(static_cast<char>(byte));
         return;
     }
-    if (byte >= 0xC2 && byte <= 0xDF) {
-        need_ = 1;
-    } else if (byte == 0xE0) {
-        need_ = 2;
-        low_ = 0xA0;
-    } else if (byte == 0xED) {
-        need_ = 2;
-        high_ = 0x9F;
-    } else if (byte >= 0xE1 && byte <= 0xEF) {
-        need_ = 2;
-    } else if (byte == 0xF0) {
-        need_ = 3;
-        low_ = 0x90;
-    } else if (byte >= 0xF1 && byte <= 0xF3) {
-        need_ = 3;
-    } else if (byte == 0xF4) {
-        need_ = 3;
-        high_ = 0x8F;
-    } else {
+    const auto next = sequence_of(byte);
+    if (next.need == 0) {
         out.append(replacement);
         return;
     }
+    need_ = next.need;
+    low_ = next.low;
+    high_ = next.high;
     pending_[0] = static_cast<char>(byte);
     pending_size_ = 1;
 }

@@ -1,6 +1,7 @@
 // The streaming secret masker against a whole-string reference, over every way a stream can be split.
 #include "contracts/python_text.hpp"
 #include "contracts/secret_mask.hpp"
+#include "support/mask_reference.hpp"
 
 #include <random>
 #include <string>
@@ -13,35 +14,8 @@ namespace {
 using maka_eval::contracts::secret_forms;
 using maka_eval::contracts::secret_masker;
 
-// The reference: every occurrence of every form marked in the whole text, each run of marked bytes one "***".
 std::string reference(const std::string& text, const std::vector<std::string_view>& secrets) {
-    std::vector<bool> marked(text.size(), false);
-    for (const auto secret : secrets) {
-        if (secret.size() < secret_masker::min_secret_bytes) {
-            continue;
-        }
-        std::vector<std::string> forms{std::string(secret)};
-        for (auto& form : secret_forms(secret)) {
-            if (form.size() >= secret_masker::min_secret_bytes) {
-                forms.push_back(form);
-            }
-        }
-        for (const auto& form : forms) {
-            for (auto at = text.find(form); at != std::string::npos; at = text.find(form, at + 1)) {
-                std::fill(marked.begin() + static_cast<std::ptrdiff_t>(at),
-                          marked.begin() + static_cast<std::ptrdiff_t>(at + form.size()), true);
-            }
-        }
-    }
-    std::string out;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        if (!marked[i]) {
-            out.push_back(text[i]);
-        } else if (i == 0 || !marked[i - 1]) {
-            out += "***";
-        }
-    }
-    return out;
+    return maka_eval::testing::reference_mask(text, secrets);
 }
 
 std::string masked(const std::vector<std::string_view>& secrets, const std::vector<std::string>& chunks,

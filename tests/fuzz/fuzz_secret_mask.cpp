@@ -3,6 +3,7 @@
 // reference (every occurrence of every form marked, each marked run one `***`), and contain no secret (of
 // masked length) that the text's masking could have removed.
 #include "contracts/secret_mask.hpp"
+#include "support/mask_reference.hpp"
 
 #include <cstdint>
 #include <cstdlib>
@@ -12,39 +13,7 @@
 
 namespace {
 
-using maka_eval::contracts::secret_forms;
 using maka_eval::contracts::secret_masker;
-
-std::string reference(std::string_view text, const std::vector<std::string_view>& secrets) {
-    std::vector<bool> marked(text.size(), false);
-    for (const auto secret : secrets) {
-        if (secret.size() < secret_masker::min_secret_bytes) {
-            continue;
-        }
-        std::vector<std::string> forms{std::string(secret)};
-        for (auto& form : secret_forms(secret)) {
-            if (form.size() >= secret_masker::min_secret_bytes) {
-                forms.push_back(std::move(form));
-            }
-        }
-        for (const auto& form : forms) {
-            for (auto at = text.find(form); at != std::string_view::npos; at = text.find(form, at + 1)) {
-                for (std::size_t i = at; i < at + form.size(); ++i) {
-                    marked[i] = true;
-                }
-            }
-        }
-    }
-    std::string out;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        if (!marked[i]) {
-            out.push_back(text[i]);
-        } else if (i == 0 || !marked[i - 1]) {
-            out += secret_masker::replacement;
-        }
-    }
-    return out;
-}
 
 std::string mask_in_chunks(const std::vector<std::string_view>& secrets, std::string_view text,
                            std::string_view sizes) {
@@ -83,7 +52,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::vector<std::string_view> secrets(
         parts.begin(), parts.begin() + static_cast<std::ptrdiff_t>(parts.size() >= 3 ? parts.size() - 2 : 1));
     const std::string whole = mask_in_chunks(secrets, text, {});
-    if (whole != reference(text, secrets) || mask_in_chunks(secrets, text, sizes) != whole) {
+    if (whole != maka_eval::testing::reference_mask(text, secrets) ||
+        mask_in_chunks(secrets, text, sizes) != whole) {
         std::abort();
     }
     for (const auto secret : secrets) {
