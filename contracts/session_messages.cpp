@@ -274,10 +274,11 @@ struct to_json_visitor {
                 {"message", shorten_text(m.message, message_text_limit_bytes)}};
     }
     json::object operator()(const output_message& m) const {
+        // The line only: `size` raw bytes follow it on the wire (serialize writes them).
         return {{"kind", "output"},
                 {"version", session_protocol_version},
                 {"stream", m.stream == output_stream_name::stdout_stream ? "stdout" : "stderr"},
-                {"data", python::b64encode(m.data)},
+                {"size", m.data.size()},
                 {"dropped", m.dropped}};
     }
     json::object operator()(const heartbeat_message&) const {
@@ -448,21 +449,21 @@ std::string serialize_run(const run_request& m) {
 } // namespace
 
 std::string serialize(const session_message& message) {
-    // `output` goes out thousands of times a second when a subject is chatty: built directly, as the generic
-    // path would build it (base64 needs no escaping; the golden vector holds both to the same bytes).
+    // `output` goes out many times a second when a subject is chatty: its line built directly, as the
+    // generic path would build it (the golden vector holds both to the same bytes), then its bytes raw.
     if (const auto* output = std::get_if<output_message>(&message)) {
-        const auto data = python::b64encode(output->data);
         std::string line;
-        line.reserve(data.size() + 96);
+        line.reserve(output->data.size() + 96);
         line.append(R"({"kind":"output","version":)")
             .append(std::to_string(session_protocol_version))
             .append(output->stream == output_stream_name::stdout_stream ? R"(,"stream":"stdout")"
                                                                         : R"(,"stream":"stderr")")
-            .append(R"(,"data":")")
-            .append(data)
-            .append(R"(","dropped":)")
+            .append(R"(,"size":)")
+            .append(std::to_string(output->data.size()))
+            .append(R"(,"dropped":)")
             .append(std::to_string(output->dropped))
-            .append("}\n");
+            .append("}\n")
+            .append(output->data);
         return line;
     }
     if (const auto* run = std::get_if<run_request>(&message)) {
@@ -587,12 +588,10 @@ boost::system::result<session_message, failure> from_json(const json::object& ob
         } else if (stream != "stdout") {
             r.fail("stream");
         }
-        const auto data = r.text("data");
-        auto decoded = python::b64decode_standard(data);
-        if (!decoded || decoded->size() > output_chunk_bytes) {
-            r.fail("data");
-        } else {
-            m.data = std::move(*decoded);
+        // The line says how many raw bytes follow it; whoever reads the stream takes them into `data`.
+        m.size = r.count("size", true);
+        if (r.ok() && m.size > output_chunk_bytes) {
+            r.fail("size");
         }
         m.dropped = r.count("dropped", false);
         out = std::move(m);

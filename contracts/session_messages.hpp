@@ -178,19 +178,21 @@ struct error_message {
 // that is stopped (SIGSTOP from a root subject) or hung goes quiet, which the relay notices.
 struct heartbeat_message {};
 
-// A piece of the subject's output, sent as it is produced when `run` asked to follow. `data` is raw bytes
-// (base64 on the wire); `dropped` counts the bytes of this stream left out just before it because the
-// session could not take them without making the subject wait. The last `output` of a stream may carry
-// only a count.
+// A piece of the subject's output, sent as it is produced when `run` asked to follow. On the wire the line
+// says `size`, and that many raw bytes follow it (no encoding: an exec's stream is as slow as the engine
+// makes it, and base64 would make it carry a third more); `serialize` writes both, a reader of the stream
+// takes the bytes into `data` after parsing the line (`size` is set, `data` empty, until then). `dropped`
+// counts the bytes of this stream left out just before it because the session could not take them without
+// making the subject wait. The last `output` of a stream may carry only a count.
 enum class output_stream_name { stdout_stream, stderr_stream };
 struct output_message {
     output_stream_name stream = output_stream_name::stdout_stream;
     std::string data;
     std::uint64_t dropped = 0;
+    std::uint64_t size = 0; // parsed: the raw bytes that follow the line
 };
-// The longest `data` in one `output` message: its line (base64 and the fields around it) stays within
-// PIPE_BUF (4096 bytes), so that writing it into a pipe is atomic and takes at most one page of the pipe.
-inline constexpr std::size_t output_chunk_bytes = 3000;
+// The most raw bytes one `output` carries.
+inline constexpr std::size_t output_chunk_bytes = std::size_t{32} << 10U;
 
 struct pinned_message {
     std::string ip;

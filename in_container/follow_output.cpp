@@ -16,7 +16,7 @@ namespace {
 
 // Bytes kept free in the session pipe for the protocol's own lines (a report is a few hundred bytes, a
 // heartbeat a few dozen), which are written to the blocking descriptor as always.
-constexpr int reserve_bytes = 64 * 1024;
+constexpr std::size_t reserve_bytes = std::size_t{64} << 10U;
 constexpr int wanted_pipe_bytes = 1024 * 1024;
 
 std::size_t index_of(contracts::output_stream_name stream) {
@@ -43,10 +43,11 @@ follow_output::~follow_output() {
     }
 }
 
-bool follow_output::has_room() const {
+bool follow_output::has_room(std::size_t bytes) const {
     if (nonblocking_fd_ >= 0) {
         int queued = 0;
-        return ::ioctl(fd_, FIONREAD, &queued) == 0 && queued + reserve_bytes < capacity_;
+        return ::ioctl(fd_, FIONREAD, &queued) == 0 &&
+               static_cast<std::size_t>(queued) + reserve_bytes + bytes < static_cast<std::size_t>(capacity_);
     }
     pollfd out{fd_, POLLOUT, 0};
     return ::poll(&out, 1, 0) == 1 && (out.revents & POLLOUT) != 0;
@@ -63,8 +64,8 @@ bool follow_output::write_line(const std::string& line) {
     if (wrote < 0) {
         return false; // EAGAIN: the pages are full even though the bytes were not; nothing was written
     }
-    // Never partial for a line within PIPE_BUF (contracts::output_chunk_bytes keeps every line within it);
-    // should it be, the line is completed so the stream stays whole.
+    // Room for the whole message was seen first, so it is not partial but where the pipe's pages are
+    // fuller than its bytes; should it be, the message is completed so the stream stays whole.
     return static_cast<std::size_t>(wrote) == line.size() ||
            write_all(fd_, std::string_view(line).substr(static_cast<std::size_t>(wrote)));
 }
@@ -73,7 +74,7 @@ void follow_output::send(contracts::output_stream_name stream, std::string_view 
     auto& dropped = dropped_[index_of(stream)];
     // Asked before the line is built: when the reader lags, most chunks are dropped, and encoding them first
     // would only take time from reading the subject's pipes.
-    if (!has_room() ||
+    if (!has_room(data.size() + 96) ||
         !write_line(contracts::serialize(contracts::output_message{stream, std::string(data), dropped}))) {
         dropped += data.size();
         dropped_total_ += data.size();

@@ -2,8 +2,8 @@
 //
 // Following is for a person watching; the artifacts, the carrier and the report are the record. So it must
 // never cost the subject anything: a chunk goes out only when the session pipe takes it at once (a
-// non-blocking, all-or-nothing write of a line within PIPE_BUF, and only while the pipe's fill level from
-// FIONREAD leaves a reserve for the protocol's own lines, heartbeat and report, written as before);
+// non-blocking write of its line and raw bytes, only while the pipe's fill level from FIONREAD leaves room
+// for it and a reserve for the protocol's own lines, heartbeat and report, written as before);
 // otherwise its bytes are dropped and counted, and the next chunk of that stream says how many were lost.
 // Nothing is queued here, so memory is flat whatever the subject writes and however slow the reader.
 #pragma once
@@ -35,7 +35,8 @@ class follow_output {
     [[nodiscard]] std::uint64_t dropped_total() const { return dropped_total_; }
 
   private:
-    [[nodiscard]] bool has_room() const;
+    // Whether `bytes` more fit while the reserve stays free.
+    [[nodiscard]] bool has_room(std::size_t bytes) const;
     bool write_line(const std::string& line);
     void send(contracts::output_stream_name stream, std::string_view data);
 

@@ -414,6 +414,11 @@ class bridge_session final : public helper_session {
         const auto run = run_;
         co_return co_await run->receive();
     }
+    // The runner's exec returns output only when it ends, so the helper is never asked to follow here
+    // (`streams_live` is false) and sends no `output`: nothing raw ever follows a line.
+    asio::awaitable<std::optional<std::string>> receive_bytes(std::size_t /*size*/) override {
+        co_return std::nullopt;
+    }
     void close_input() override { run_->close_input(); }
     void kill() override { run_->kill(); }
 

@@ -67,6 +67,9 @@ class docker_session final : public helper_session {
         }
         co_return co_await stream_->read_line(contracts::session_line_limit_bytes);
     }
+    asio::awaitable<std::optional<std::string>> receive_bytes(std::size_t size) override {
+        co_return co_await stream_->read_bytes(size);
+    }
     void close_input() override { stream_->close_stdin(); }
     void kill() override { stream_->close(); }
 

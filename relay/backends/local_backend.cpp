@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <boost/asio/read.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/readable_pipe.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -98,6 +99,21 @@ class local_session final : public helper_session {
         std::string line = buffer_.substr(0, size - 1);
         buffer_.erase(0, size);
         co_return line;
+    }
+
+    asio::awaitable<std::optional<std::string>> receive_bytes(std::size_t size) override {
+        if (buffer_.size() < size) {
+            boost::system::error_code ec;
+            co_await asio::async_read(stdout_, asio::dynamic_buffer(buffer_),
+                                      asio::transfer_at_least(size - buffer_.size()),
+                                      asio::redirect_error(use_awaitable, ec));
+            if (buffer_.size() < size) {
+                co_return std::nullopt;
+            }
+        }
+        std::string bytes = buffer_.substr(0, size);
+        buffer_.erase(0, size);
+        co_return bytes;
     }
 
     void close_input() override {

@@ -48,6 +48,18 @@ class hijacked_stream final : public exec_stream {
         }
     }
 
+    asio::awaitable<std::optional<std::string>> read_bytes(std::size_t size) override {
+        while (out_.size() < size) {
+            const bool more = co_await next_frame(); // a statement of its own (GCC 12)
+            if (!more) {
+                co_return std::nullopt;
+            }
+        }
+        std::string bytes = out_.substr(0, size);
+        out_.erase(0, size);
+        co_return bytes;
+    }
+
     asio::awaitable<std::string> read_rest(std::size_t limit) override {
         while (out_.size() <= limit) {
             const bool more = co_await next_frame();

@@ -21,6 +21,8 @@ class exec_stream {
     virtual asio::awaitable<bool> write(std::string data) = 0;
     // The next stdout line without "\n" (at most `limit` bytes); nullopt at the end of the stream.
     virtual asio::awaitable<std::optional<std::string>> read_line(std::size_t limit) = 0;
+    // The next `size` bytes of stdout, whatever they are; nullopt when the stream ends first.
+    virtual asio::awaitable<std::optional<std::string>> read_bytes(std::size_t size) = 0;
     // Everything left on stdout until the stream ends, at most `limit` bytes.
     virtual asio::awaitable<std::string> read_rest(std::size_t limit) = 0;
     virtual void close_stdin() = 0; // half-close: the process sees EOF on stdin

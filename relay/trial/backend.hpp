@@ -36,6 +36,9 @@ class helper_session {
     virtual asio::awaitable<bool> send(std::string line) = 0;
     // The next stdout line, without "\n"; nullopt at EOF, on error, or past the session line limit.
     virtual asio::awaitable<std::optional<std::string>> receive() = 0;
+    // The next `size` raw bytes of stdout (what an `output` line says follows it); nullopt at EOF or on
+    // error.
+    virtual asio::awaitable<std::optional<std::string>> receive_bytes(std::size_t size) = 0;
     // EOF on the helper's stdin: it settles a running subject and exits.
     virtual void close_input() = 0;
     // Ends the helper at once (destroy path).

@@ -291,7 +291,16 @@ asio::awaitable<void> trial::read_helper() {
         if (std::holds_alternative<contracts::heartbeat_message>(*message)) {
             continue; // its whole meaning is in last_heard_
         }
-        if (const auto* output = std::get_if<contracts::output_message>(&*message)) {
+        if (auto* output = std::get_if<contracts::output_message>(&*message)) {
+            if (output->size > 0) {
+                // Its bytes follow the line, raw.
+                auto bytes = co_await session_->receive_bytes(static_cast<std::size_t>(output->size));
+                if (!bytes) {
+                    post({event::kind::helper_closed, {}, {}, 0});
+                    co_return;
+                }
+                output->data = std::move(*bytes);
+            }
             if (config_.follow != nullptr) {
                 config_.follow->deliver(*output);
             }

@@ -110,22 +110,28 @@ TEST_CASE("messages round-trip through JSON") {
     CHECK(r.signalled == 3);
 }
 
-TEST_CASE("an output line built directly is the line the generic serializer builds") {
+TEST_CASE("an output line built directly is the line the generic serializer builds, its bytes raw after it") {
     std::string data;
     for (int n = 0; n < 3000; n += 331) {
         data.append(static_cast<std::size_t>(n % 7), static_cast<char>(n & 0xFF));
+        data.append("\n\r\0", 3); // raw: newlines and NULs included
         for (const auto stream : {output_stream_name::stdout_stream, output_stream_name::stderr_stream}) {
             const output_message m{stream, data, static_cast<std::uint64_t>(n) * 1000003U};
-            CHECK(serialize(m) == to_wire(to_json(m)) + "\n");
-            const auto again = parse_session_message(serialize(m)).value();
-            CHECK(std::get<output_message>(again).data == data);
+            const auto wire = serialize(m);
+            const auto line = to_wire(to_json(m)) + "\n";
+            REQUIRE(wire.size() == line.size() + data.size());
+            CHECK(wire.substr(0, line.size()) == line);
+            CHECK(wire.substr(line.size()) == data);
+            const auto again =
+                parse_session_message(std::string_view(line).substr(0, line.size() - 1)).value();
+            CHECK(std::get<output_message>(again).size == data.size());
+            CHECK(std::get<output_message>(again).data.empty()); // the reader of the stream takes the bytes
             CHECK(std::get<output_message>(again).dropped == m.dropped);
         }
     }
-    // The protocol's bound: a full chunk still fits one atomic pipe write.
-    const output_message full{output_stream_name::stderr_stream, std::string(output_chunk_bytes, '\xff'),
-                              UINT64_MAX};
-    CHECK(serialize(full).size() <= 4096U);
+    // Past the protocol's bound, a line is refused.
+    CHECK_FALSE(parse_session_message(R"({"kind":"output","version":1,"stream":"stdout","size":)" +
+                                      std::to_string(output_chunk_bytes + 1) + R"(,"dropped":0})"));
 }
 
 TEST_CASE(

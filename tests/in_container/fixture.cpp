@@ -103,6 +103,11 @@ std::optional<contracts::session_message> session::next(int timeout_ms) {
             ++heartbeats;
             continue;
         }
+        if (auto* output = std::get_if<contracts::output_message>(&*message); output && output->size > 0) {
+            auto bytes = process.read_bytes(static_cast<std::size_t>(output->size), timeout_ms);
+            REQUIRE(bytes);
+            output->data = std::move(*bytes);
+        }
         return *message;
     }
 }

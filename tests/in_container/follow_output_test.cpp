@@ -49,9 +49,10 @@ struct pipe_pair {
                 contracts::parse_session_message(std::string_view(text).substr(start, end - start));
             REQUIRE(message.has_value());
             const auto& output = std::get<contracts::output_message>(*message);
-            carried += output.data.size();
+            carried += output.size; // the raw bytes after the line
             dropped += output.dropped;
-            start = end + 1;
+            start = end + 1 + static_cast<std::size_t>(output.size);
+            REQUIRE(start <= text.size());
         }
         return {carried, dropped};
     }

@@ -113,6 +113,22 @@ std::optional<std::string> child_process::read_line(int timeout_ms) {
     }
 }
 
+std::optional<std::string> child_process::read_bytes(std::size_t size, int timeout_ms) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (buffer_.size() < size) {
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())
+                .count();
+        if (out_ < 0 || left <= 0) {
+            return std::nullopt;
+        }
+        pump(static_cast<int>(left));
+    }
+    std::string bytes = buffer_.substr(0, size);
+    buffer_.erase(0, size);
+    return bytes;
+}
+
 int child_process::wait(int timeout_ms) {
     if (status_ >= 0 || pid_ <= 0) {
         return status_;

@@ -22,6 +22,8 @@ class child_process {
     void close_stdin();
     // The next stdout line (without "\n"), or nullopt at EOF or after `timeout_ms`.
     std::optional<std::string> read_line(int timeout_ms = 10000);
+    // The next `size` bytes of stdout, whatever they are; nullopt when it ends first or time runs out.
+    std::optional<std::string> read_bytes(std::size_t size, int timeout_ms = 10000);
     // Exit code (128 + n for signal n), or -1 after `timeout_ms` (the child is then killed).
     int wait(int timeout_ms = 20000);
     [[nodiscard]] pid_t pid() const { return pid_; }

@@ -57,6 +57,10 @@ class fake_session : public relay::helper_session {
         }
         co_return std::move(line->text);
     }
+    // The scripted helper never follows (no test here asks it to): nothing raw follows its lines.
+    boost::asio::awaitable<std::optional<std::string>> receive_bytes(std::size_t /*size*/) override {
+        co_return std::nullopt;
+    }
     // As a real helper does: its input closed, it settles what runs and exits, which ends the session.
     void close_input() override {
         helper_.input_closed = true;
