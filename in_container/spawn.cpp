@@ -174,6 +174,7 @@ spawn_outcome spawn_subject(const spawn_plan& plan) {
     const posix::unique_fd null_fd(open_retry("/dev/null", O_RDWR));
     const auto launch_args = launcher_arguments(plan, status_pipe.write.get(), groups);
     std::vector<char*> launcher_argv;
+    launcher_argv.reserve(launch_args.size() + 1);
     for (const auto& arg : launch_args) {
         launcher_argv.push_back(const_cast<char*>(arg.c_str()));
     }
