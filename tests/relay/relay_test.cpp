@@ -606,7 +606,15 @@ TEST_CASE(
     CHECK(usage.at("userMs").to_number<std::uint64_t>() + usage.at("systemMs").to_number<std::uint64_t>() >=
           280);
     CHECK(usage.at("peakRssKiB").to_number<std::uint64_t>() >= 64U * 1024);
-    CHECK(usage.at("processes").to_number<std::uint64_t>() >= 11); // python and ten more; others may add
+    // python and ten more, from the kernel's fork events; where the helper may not listen to them (no
+    // CAP_NET_ADMIN in the host's network namespace: a container), a census that says so, a lower bound.
+    const auto processes = usage.at("processes").to_number<std::uint64_t>();
+    if (r.err.find("counted by a census") != std::string::npos) {
+        CHECK(processes >= 1);
+        CHECK(processes <= 11);
+    } else {
+        CHECK(processes >= 11); // a python3 found on PATH may be a shim that starts more
+    }
     CHECK(usage.at("wallMs").to_number<std::uint64_t>() >= 300);
     // The same in the artifact, and in the phase log.
     const auto file =
