@@ -295,7 +295,9 @@ int launch_subject_command(std::span<const std::string_view> args) {
     // The subject's exec closes these; the launcher's exit closes its own copies.
     (void)::fcntl(status_fd, F_SETFD, FD_CLOEXEC);
     (void)::fcntl(plan.scope_directory, F_SETFD, FD_CLOEXEC);
-    // The subject waits for its pid to be on the status pipe before anything of its own can be.
+    // The subject waits for its pid to be on the status pipe before anything of its own can be: one byte on
+    // `go` says it is. Should the launcher die before (killed), the subject ends without starting, rather
+    // than run while its supervisor reports that it never started.
     auto go = posix::make_pipe();
     if (!go) {
         report_and_exit(status_fd, 'F', errno, 126);
@@ -304,7 +306,8 @@ int launch_subject_command(std::span<const std::string_view> args) {
     if (pid == 0) {
         go.write = posix::unique_fd();
         char byte = 0;
-        while (posix::read_retry(go.read.get(), &byte, 1) > 0) {
+        if (posix::read_retry(go.read.get(), &byte, 1) != 1) {
+            ::_exit(126);
         }
         go.read = posix::unique_fd();
         child(plan, status_fd, STDIN_FILENO, argv, envp, candidates, groups);
@@ -314,7 +317,9 @@ int launch_subject_command(std::span<const std::string_view> args) {
     }
     char message[1 + sizeof(int)] = {'P'};
     std::memcpy(message + 1, &pid, sizeof pid);
-    (void)write_all(status_fd, std::string_view(message, sizeof message));
+    if (write_all(status_fd, std::string_view(message, sizeof message))) {
+        (void)write_all(go.write.get(), "g");
+    }
     // The subject is reparented to the supervisor (its subreaper) as we exit.
     ::_exit(0);
 }
