@@ -18,12 +18,16 @@
 namespace maka_eval::in_container {
 namespace {
 
-// Child → parent: one tag byte and the errno.
-[[noreturn]] void report_and_exit(int status_fd, char tag, int error, int exit_code) {
+// Launcher or child → parent: one tag byte and a number (the subject's pid after 'P', else the errno).
+bool send_status(int status_fd, char tag, int value) {
     char message[1 + sizeof(int)];
     message[0] = tag;
-    std::memcpy(message + 1, &error, sizeof error);
-    (void)write_all(status_fd, std::string_view(message, sizeof message));
+    std::memcpy(message + 1, &value, sizeof value);
+    return write_all(status_fd, std::string_view(message, sizeof message));
+}
+
+[[noreturn]] void report_and_exit(int status_fd, char tag, int error, int exit_code) {
+    (void)send_status(status_fd, tag, error);
     ::_exit(exit_code);
 }
 
@@ -91,10 +95,6 @@ namespace {
     (void)::unlinkat(plan.scope_directory, plan.scope_name.c_str(), 0);
     report_and_exit(status_fd, 'E', error, error == ENOENT ? 127 : 126);
 }
-
-} // namespace
-
-namespace {
 
 constexpr std::string_view launch_command = "launch-subject";
 
@@ -199,10 +199,7 @@ spawn_outcome spawn_subject(const spawn_plan& plan) {
         // it always did; its peak RSS then includes ours at the fork (docs/running.md).
         (void)::fcntl(status_fd, F_SETFD, FD_CLOEXEC);
         (void)::fcntl(plan.scope_directory, F_SETFD, FD_CLOEXEC);
-        const pid_t self = ::getpid();
-        char message[1 + sizeof(int)] = {'P'};
-        std::memcpy(message + 1, &self, sizeof self);
-        (void)write_all(status_fd, std::string_view(message, sizeof message));
+        (void)send_status(status_fd, 'P', ::getpid());
         child(plan, status_fd, null_fd.get(), argv, envp, candidates, groups);
     }
     const int fork_error = errno;
@@ -315,9 +312,7 @@ int launch_subject_command(std::span<const std::string_view> args) {
     if (pid < 0) {
         report_and_exit(status_fd, 'F', errno, 126);
     }
-    char message[1 + sizeof(int)] = {'P'};
-    std::memcpy(message + 1, &pid, sizeof pid);
-    if (write_all(status_fd, std::string_view(message, sizeof message))) {
+    if (send_status(status_fd, 'P', pid)) {
         (void)write_all(go.write.get(), "g");
     }
     // The subject is reparented to the supervisor (its subreaper) as we exit.

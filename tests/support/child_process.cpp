@@ -8,6 +8,7 @@
 #include <chrono>
 #include <csignal>
 #include <fcntl.h>
+#include <functional>
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -94,35 +95,33 @@ bool child_process::stderr_shows(const std::string& needle, int timeout_ms) {
     return true;
 }
 
-std::optional<std::string> child_process::read_line(int timeout_ms) {
+bool child_process::pump_until(const std::function<bool()>& enough, int timeout_ms) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    while (true) {
-        const auto newline = buffer_.find('\n');
-        if (newline != std::string::npos) {
-            std::string line = buffer_.substr(0, newline);
-            buffer_.erase(0, newline + 1);
-            return line;
-        }
+    while (!enough()) {
         const auto left =
             std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())
                 .count();
         if (out_ < 0 || left <= 0) {
-            return std::nullopt;
+            return false;
         }
         pump(static_cast<int>(left));
     }
+    return true;
+}
+
+std::optional<std::string> child_process::read_line(int timeout_ms) {
+    if (!pump_until([this] { return buffer_.find('\n') != std::string::npos; }, timeout_ms)) {
+        return std::nullopt;
+    }
+    const auto newline = buffer_.find('\n');
+    std::string line = buffer_.substr(0, newline);
+    buffer_.erase(0, newline + 1);
+    return line;
 }
 
 std::optional<std::string> child_process::read_bytes(std::size_t size, int timeout_ms) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    while (buffer_.size() < size) {
-        const auto left =
-            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())
-                .count();
-        if (out_ < 0 || left <= 0) {
-            return std::nullopt;
-        }
-        pump(static_cast<int>(left));
+    if (!pump_until([this, size] { return buffer_.size() >= size; }, timeout_ms)) {
+        return std::nullopt;
     }
     std::string bytes = buffer_.substr(0, size);
     buffer_.erase(0, size);

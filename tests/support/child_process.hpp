@@ -2,6 +2,7 @@
 // its resource usage (peak RSS) collected at exit.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <sys/types.h>
@@ -35,6 +36,8 @@ class child_process {
 
   private:
     void pump(int timeout_ms);
+    // Pumps stdout until `enough` says so; false when it ends or time runs out first.
+    bool pump_until(const std::function<bool()>& enough, int timeout_ms);
     pid_t pid_ = -1;
     int in_ = -1;
     int out_ = -1;
