@@ -12,7 +12,10 @@
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 namespace maka_eval::in_container {
@@ -29,6 +32,27 @@ bool send_status(int status_fd, char tag, int value) {
 [[noreturn]] void report_and_exit(int status_fd, char tag, int error, int exit_code) {
     (void)send_status(status_fd, tag, error);
     ::_exit(exit_code);
+}
+
+// The launcher sends `go` just before it exits, so a subject that asked for its parent at once (a shell's
+// $PPID) could still see the launcher: it waits until it is the supervisor's. The launcher's pidfd is
+// readable only once its exit has reparented its children (the kernel's exit_notify does both under one
+// lock); without pidfds (Linux < 5.3), or should one not open, it looks every millisecond.
+void wait_until_reparented(pid_t launcher) {
+    if (::getppid() != launcher) {
+        return;
+    }
+    const posix::unique_fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, launcher, 0)));
+    // Still our parent after the open: the pidfd is the launcher's, never a later process's with its number.
+    if (pidfd && ::getppid() == launcher) {
+        pollfd ready{pidfd.get(), POLLIN, 0};
+        while (::poll(&ready, 1, -1) < 0 && errno == EINTR) {
+        }
+    }
+    const timespec millisecond{0, 1000000};
+    while (::getppid() == launcher) {
+        (void)::nanosleep(&millisecond, nullptr);
+    }
 }
 
 [[noreturn]] void child(const spawn_plan& plan, int status_fd, int null_fd, const std::vector<char*>& argv,
@@ -299,6 +323,7 @@ int launch_subject_command(std::span<const std::string_view> args) {
     if (!go) {
         report_and_exit(status_fd, 'F', errno, 126);
     }
+    const pid_t launcher = ::getpid();
     const pid_t pid = ::fork();
     if (pid == 0) {
         go.write = posix::unique_fd();
@@ -307,6 +332,7 @@ int launch_subject_command(std::span<const std::string_view> args) {
             ::_exit(126);
         }
         go.read = posix::unique_fd();
+        wait_until_reparented(launcher);
         child(plan, status_fd, STDIN_FILENO, argv, envp, candidates, groups);
     }
     if (pid < 0) {

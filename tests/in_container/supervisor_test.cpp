@@ -102,6 +102,23 @@ TEST_CASE(
     CHECK(s.process.wait() == 0);
 }
 
+TEST_CASE("the subject's parent is its supervisor from its first instruction, never the launcher") {
+    // The launcher that forks the subject exits just after letting it go; a subject that asks for its
+    // parent at once must already see the supervisor. Thirty rounds catch a race that wins one time in three.
+    for (int round = 0; round < 30; ++round) {
+        CAPTURE(round);
+        scratch dir;
+        session s;
+        s.start(dir.request({"sh", "-c", "echo $PPID"}));
+        (void)started_of(s.next());
+        const auto report = report_of(s.next(), false);
+        REQUIRE(report.exit_code == 0);
+        REQUIRE(read_text(dir.artifact(true)) == std::to_string(s.process.pid()) + "\n");
+        s.process.close_stdin();
+        REQUIRE(s.process.wait() == 0);
+    }
+}
+
 TEST_CASE("a second trial with the same artifacts directory is refused while the first runs") {
     INFO("the lock lives in the root-only state directory: the test command runs as root");
     REQUIRE(::geteuid() == 0);
