@@ -294,6 +294,10 @@ TEST_CASE("a supervisor that cannot answer inside the budget: destroy, then fram
     REQUIRE(eventually([&] { return !read_text(supervisor.path.string()).empty(); }, 5000));
     const pid_t helper = std::stoi(read_text(supervisor.path.string()));
     REQUIRE(::kill(helper, SIGSTOP) == 0);
+    // What was stopped is the supervisor, and it is stopped (the signal takes effect asynchronously).
+    const std::string proc = "/proc/" + std::to_string(helper);
+    CHECK(read_text(proc + "/cmdline").find("session") != std::string::npos);
+    REQUIRE(eventually([&] { return read_text(proc + "/stat").find(") T ") != std::string::npos; }));
     const auto o = framework_timeout_within(t, std::chrono::milliseconds(1500));
     CHECK(contracts::to_wire(executed_of(o).at("diagnostic")) ==
           "{\"category\":\"result-frame-missing\",\"bytes\":0,\"sha256\":\"" + contracts::sha256_hex("") +
