@@ -9,9 +9,11 @@
 
 #include <cerrno>
 #include <charconv>
+#include <climits>
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
+#include <optional>
 #include <poll.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -55,6 +57,41 @@ void wait_until_reparented(pid_t launcher) {
     }
 }
 
+// The first directory of `path` (absolute: from "/"; else from the working directory) that this process
+// may not enter, after an EACCES on it; nullopt when each may be entered (what refused was something else).
+// Asked as the subject's user, after it took it on: access(2) says what the kernel would.
+std::optional<std::string> first_refused_directory(const std::string& path) {
+    std::string prefix = path.starts_with('/') ? "/" : "";
+    for (std::size_t at = 0; at <= path.size();) {
+        const std::size_t slash = std::min(path.find('/', at), path.size());
+        if (slash > at) {
+            prefix.append(path, at, slash - at);
+            if (slash < path.size()) {
+                prefix.push_back('/');
+            }
+        }
+        if (!prefix.empty() && ::access(prefix.c_str(), X_OK) != 0 && errno == EACCES) {
+            if (prefix.size() > 1 && prefix.ends_with('/')) {
+                prefix.pop_back();
+            }
+            return prefix;
+        }
+        at = slash + 1;
+    }
+    return std::nullopt;
+}
+
+// The subject's user may not enter `directory`: said to the supervisor ('A' and the directory's name after
+// it), which reports it before the subject is said to have started; the subject never runs.
+[[noreturn]] void report_refused_directory(const spawn_plan& plan, int status_fd,
+                                           const std::string& directory) {
+    (void)::unlinkat(plan.scope_directory, plan.scope_name.c_str(), 0);
+    if (send_status(status_fd, 'A', EACCES)) {
+        (void)write_all(status_fd, std::string_view(directory).substr(0, PATH_MAX));
+    }
+    ::_exit(126);
+}
+
 [[noreturn]] void child(const spawn_plan& plan, int status_fd, int null_fd, const std::vector<char*>& argv,
                         const std::vector<char*>& envp, const std::vector<std::string>& candidates,
                         const std::vector<gid_t>& groups) {
@@ -92,6 +129,11 @@ void wait_until_reparented(pid_t launcher) {
     }
     if (!plan.cwd.empty() && ::chdir(plan.cwd.c_str()) != 0) {
         const int error = errno;
+        if (error == EACCES && plan.identity) {
+            if (auto refused = first_refused_directory(plan.cwd)) {
+                report_refused_directory(plan, status_fd, *refused);
+            }
+        }
         const std::string message =
             "maka-eval-helper: cannot enter " + plan.cwd + ": " + std::strerror(error) + "\n";
         (void)write_all(STDERR_FILENO, message);
@@ -99,8 +141,12 @@ void wait_until_reparented(pid_t launcher) {
         report_and_exit(status_fd, 'C', error, 126);
     }
     int error = ENOENT;
+    const std::string* refused_at = nullptr; // the first candidate the kernel refused (EACCES)
     for (const auto& candidate : candidates) {
         ::execve(candidate.c_str(), argv.data(), envp.data());
+        if (errno == EACCES && refused_at == nullptr) {
+            refused_at = &candidate;
+        }
         if (errno == ENOEXEC) {
             // As sh does: a file without a recognised format is a shell script.
             std::vector<char*> script{const_cast<char*>("/bin/sh"), const_cast<char*>(candidate.c_str())};
@@ -110,6 +156,14 @@ void wait_until_reparented(pid_t launcher) {
         }
         if (errno != ENOENT && errno != ENOTDIR) {
             error = errno; // EACCES and the like win over "not found", as in sh
+        }
+    }
+    if (error == EACCES && refused_at != nullptr && plan.identity) {
+        const auto slash = refused_at->rfind('/');
+        if (slash != std::string::npos) {
+            if (auto refused = first_refused_directory(slash == 0 ? "/" : refused_at->substr(0, slash))) {
+                report_refused_directory(plan, status_fd, *refused);
+            }
         }
     }
     const std::string message =
@@ -250,6 +304,14 @@ spawn_outcome spawn_subject(const spawn_plan& plan) {
     int error = 0;
     std::memcpy(&error, message + 1, sizeof error);
     switch (message[0]) {
+    case 'A': {
+        spawn_outcome refused{spawn_status::directory_refused, subject, error, launcher};
+        char name[PATH_MAX];
+        for (ssize_t n = 0; (n = posix::read_retry(status_pipe.read.get(), name, sizeof name)) > 0;) {
+            refused.blocked_directory.append(name, static_cast<std::size_t>(n));
+        }
+        return refused;
+    }
     case 'S':
         return {spawn_status::scope_unavailable, subject, error, launcher};
     case 'C':

@@ -40,6 +40,7 @@ enum class spawn_status {
     scope_unavailable,
     cwd_unavailable,
     identity_failed,
+    directory_refused, // the subject's user may not enter a directory on its way (`blocked_directory`)
     exec_failed,
     fork_failed
 };
@@ -49,6 +50,7 @@ struct spawn_outcome {
     pid_t pid = -1;      // the leader (also the pgid); -1 when fork failed
     int error = 0;       // errno of the failed step
     pid_t launcher = -1; // the process that forked the leader, ours to reap (not the subject's); -1: none
+    std::string blocked_directory{}; // directory_refused: the first one the subject's user may not enter
 };
 
 [[nodiscard]] spawn_outcome spawn_subject(const spawn_plan& plan);

@@ -27,6 +27,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <malloc.h>
@@ -34,6 +35,7 @@
 #include <poll.h>
 #include <stdexcept>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -249,6 +251,25 @@ std::vector<std::string> supervision::subject_environment() const {
     return env;
 }
 
+// One sentence on a directory the subject's user may not enter, with what makes it so (its mode and owner).
+std::string refused_directory_sentence(const std::string& directory,
+                                       const std::optional<policy::subject_identity>& identity) {
+    std::string user = identity ? "uid " + std::to_string(identity->uid) : std::string("the subject's user");
+    std::string why;
+    struct stat st {};
+    if (::stat(directory.c_str(), &st) == 0) {
+        char mode[8];
+        (void)std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777U));
+        why = " (mode " + std::string(mode) + ", owner " + std::to_string(st.st_uid) + ":" +
+              std::to_string(st.st_gid) + ")";
+    }
+    return "the subject cannot start: its user (" + user + ") may not enter " + directory + why +
+           ", the container's filesystem refuses it (as rootless Podman's vfs storage does with an image's "
+           "/); "
+           "run it as root, or give " +
+           directory + " search permission (chmod o+x)";
+}
+
 boost::system::result<report_message, supervision_error> supervision::run() {
     if (auto prepared = prepare(); !prepared) {
         return prepared.error();
@@ -346,7 +367,13 @@ boost::system::result<report_message, supervision_error> supervision::run() {
                      "have everything");
         }
     }
-    return report();
+    auto m = report();
+    if (spawned_.status == spawn_status::directory_refused) {
+        // Not the subject's failure (it never ran, and no exit 126 says otherwise): the environment's.
+        return supervision_error{contracts::helper_fault::spawn_failed,
+                                 refused_directory_sentence(spawned_.blocked_directory, identity_)};
+    }
+    return m;
 }
 
 void supervision::loop() {
@@ -636,7 +663,9 @@ report_message supervision::report() {
     if (spawned_.pid > 0) {
         reaped_other(spawned_.pid);
     }
-    if (spawned_.status == spawn_status::started) {
+    // Ours to remove also when the start failed after the child published it: a child that had taken on
+    // the subject's user could not remove it from a root-only directory.
+    if (spawned_.status != spawn_status::scope_unavailable && spawned_.status != spawn_status::fork_failed) {
         (void)::unlinkat(scope_.directory.get(), scope_.name.c_str(), 0);
     }
     if (spawned_.status == spawn_status::scope_unavailable) {

@@ -51,6 +51,17 @@ std::string without_line_end(std::string text) {
     return text;
 }
 
+// How an exec's state is watched beside its stream (watch_exec).
+constexpr auto exec_stderr_glance = std::chrono::milliseconds(20); // a look at the stream, no engine call
+constexpr auto exec_first_look = std::chrono::milliseconds(1000);
+constexpr auto exec_look_every = std::chrono::milliseconds(250);
+constexpr auto exec_end_grace = std::chrono::milliseconds(200);
+
+// An exec's end as its state told it, before its stream did.
+struct exec_end {
+    std::optional<int> code;
+};
+
 class docker_session final : public helper_session {
   public:
     // `first` is the line already read to know the helper started (its `hello`).
@@ -164,23 +175,31 @@ class docker_backend final : public backend {
                 co_return stream.error();
             }
             // The helper's first line within the engine's deadline: an engine that started the exec and then
-            // never delivers its output fails the trial here with a clear error.
+            // never delivers its output fails the trial here with a clear error. Beside it the exec's state,
+            // which says at once when the exec failed to start while its stream stays open (Podman).
             (*stream)->expire_after(api_.timeout());
             std::optional<std::string> first;
+            exec_end end;
+            auto& s = **stream;
             if (binary) {
                 // Written while reading: an exec that failed to start (no /bin/sh) reads nothing, and its
                 // error arrives on the stream while the write would wait for ever.
-                auto done = co_await ((*stream)->write(std::move(*binary)) ||
-                                      (*stream)->read_line(contracts::session_line_limit_bytes));
+                auto done = co_await (
+                    (s.write(std::move(*binary)) || s.read_line(contracts::session_line_limit_bytes)) ||
+                    watch_exec(s, id, end));
                 if (done.index() == 1) {
                     first = std::move(std::get<1>(done));
-                } else {
-                    first = co_await (*stream)->read_line(contracts::session_line_limit_bytes);
+                } else if (done.index() == 0) {
+                    auto line =
+                        co_await (s.read_line(contracts::session_line_limit_bytes) || watch_exec(s, id, end));
+                    first = line.index() == 0 ? std::move(std::get<0>(line)) : std::nullopt;
                 }
             } else {
-                first = co_await (*stream)->read_line(contracts::session_line_limit_bytes);
+                auto line =
+                    co_await (s.read_line(contracts::session_line_limit_bytes) || watch_exec(s, id, end));
+                first = line.index() == 0 ? std::move(std::get<0>(line)) : std::nullopt;
             }
-            if ((*stream)->expired()) {
+            if (s.expired() && !end.code) {
                 co_return relay_error{
                     relay_errc::engine,
                     api_.unanswered("no first line from the helper in container " + container_)};
@@ -215,7 +234,7 @@ class docker_backend final : public backend {
                 co_return relay_error{relay_errc::environment, "maka-eval-helper in container " + container_ +
                                                                    ": " + refused->message};
             }
-            const int code = co_await exit_code_of(id);
+            const int code = end.code ? *end.code : co_await exit_code_of(id);
             if (streaming) {
                 // No shell or tools to install with (a distroless image): the engine's archive upload.
                 stream_install = false;
@@ -656,6 +675,40 @@ class docker_backend final : public backend {
         co_return boost::system::result<void, relay_error>{};
     }
 
+    // An exec's stream and its state, watched together: Podman may keep the stream of an exec that failed to
+    // start (no /bin/sh in the image) open while its state already says Running=false, ExitCode 127. Beside
+    // a read of the stream this asks the engine for the exec's state when the exec has written on its
+    // stderr (where the engine puts its own error) and once it has run for `exec_first_look` — a helper
+    // that starts answers long before, so a healthy trial makes no extra engine call — then every
+    // `exec_look_every`. Once the exec has ended, the stream gets `exec_end_grace` to deliver what is left
+    // and is then closed; `end` has the code. It never completes on its own: it ends with the read beside it.
+    asio::awaitable<void> watch_exec(exec_stream& stream, std::string id, exec_end& end) {
+        asio::steady_timer timer(co_await asio::this_coro::executor);
+        const auto begun = std::chrono::steady_clock::now();
+        auto next_look = begun + exec_first_look;
+        std::size_t said = 0;
+        while (!end.code) {
+            timer.expires_after(exec_stderr_glance);
+            co_await timer.async_wait(as_tuple(use_awaitable));
+            const auto now = std::chrono::steady_clock::now();
+            if (stream.stderr_text().size() == said && now < next_look) {
+                continue;
+            }
+            said = stream.stderr_text().size();
+            next_look = std::max(next_look, now + exec_look_every);
+            auto state = co_await api_.inspect_exec(id);
+            if (!state) {
+                break; // the stream's own deadline covers an engine that stopped answering
+            }
+            end.code = state->ended_with();
+        }
+        if (end.code) {
+            stream.expire_after(exec_end_grace);
+        }
+        timer.expires_at(asio::steady_timer::time_point::max());
+        co_await timer.async_wait(as_tuple(use_awaitable));
+    }
+
     // The stream ends a moment before the engine records the exit code: ask until it has one (5 s at most),
     // but not past an engine that does not answer (-1).
     asio::awaitable<int> exit_code_of(const std::string& id) {
@@ -687,13 +740,17 @@ class docker_backend final : public backend {
         }
         (*stream)->expire_after(runs_for + api_.timeout());
         exec_output out;
-        out.out = co_await (*stream)->read_rest(1U << 20U);
-        if ((*stream)->expired()) {
+        exec_end end;
+        auto rest = co_await ((*stream)->read_rest(1U << 20U) || watch_exec(**stream, id, end));
+        if (rest.index() == 0) {
+            out.out = std::move(std::get<0>(rest));
+        }
+        if ((*stream)->expired() && !end.code) {
             co_return relay_error{relay_errc::engine,
                                   api_.unanswered("no end of an exec in container " + container)};
         }
         out.err = (*stream)->stderr_text();
-        out.exit_code = co_await exit_code_of(id);
+        out.exit_code = end.code ? *end.code : co_await exit_code_of(id);
         co_return out;
     }
 

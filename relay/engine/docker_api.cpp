@@ -297,14 +297,7 @@ docker_api::start_exec(std::string container, std::string exec_id) {
 
 asio::awaitable<boost::system::result<std::optional<int>, relay_error>>
 docker_api::exec_exit_code(std::string exec_id) {
-    auto response = co_await request("GET", "/exec/" + exec_id + "/json");
-    if (!response) {
-        co_return response.error();
-    }
-    if (response->status != 200) {
-        co_return relay_error{relay_errc::engine, "cannot inspect exec " + exec_id};
-    }
-    auto state = parse_exec_state(response->body);
+    auto state = co_await inspect_exec(std::move(exec_id));
     if (!state) {
         co_return state.error();
     }
@@ -312,6 +305,18 @@ docker_api::exec_exit_code(std::string exec_id) {
         co_return std::optional<int>();
     }
     co_return std::optional<int>(state->exit_code.value_or(-1));
+}
+
+asio::awaitable<boost::system::result<exec_state, relay_error>>
+docker_api::inspect_exec(std::string exec_id) {
+    auto response = co_await request("GET", "/exec/" + exec_id + "/json");
+    if (!response) {
+        co_return response.error();
+    }
+    if (response->status != 200) {
+        co_return relay_error{relay_errc::engine, "cannot inspect exec " + exec_id};
+    }
+    co_return parse_exec_state(response->body);
 }
 
 } // namespace maka_eval::relay

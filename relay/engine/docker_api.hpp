@@ -73,6 +73,8 @@ class docker_api {
     // The exec's exit code; nullopt while the engine still reports it running.
     asio::awaitable<boost::system::result<std::optional<int>, relay_error>>
     exec_exit_code(std::string exec_id);
+    // The exec's state as the engine reports it.
+    asio::awaitable<boost::system::result<exec_state, relay_error>> inspect_exec(std::string exec_id);
 
     [[nodiscard]] const engine_endpoint& engine() const { return engine_; }
     [[nodiscard]] std::chrono::milliseconds timeout() const { return timeout_; }

@@ -115,6 +115,9 @@ boost::system::result<exec_state, relay_error> parse_exec_state(std::string_view
         code != nullptr && code->is_int64() && code->get_int64() >= 0 && code->get_int64() <= 255) {
         out.exit_code = static_cast<int>(code->get_int64());
     }
+    if (const auto* pid = object->if_contains("Pid"); pid != nullptr && pid->is_int64()) {
+        out.pid = pid->get_int64();
+    }
     return out;
 }
 

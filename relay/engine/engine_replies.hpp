@@ -45,6 +45,17 @@ parse_container_ids(std::string_view body);
 struct exec_state {
     bool running = false;
     std::optional<int> exit_code;
+    std::int64_t pid = 0; // 0: never started, or (Podman) not kept after the exit
+    // The exit code once the exec has certainly ended, seen from its state alone. Before its start Docker
+    // says Running=false without an ExitCode, Podman says Running=false, ExitCode 0, Pid 0 — which Podman
+    // also says after an exit 0. So: a non-zero code (an exec that failed to start: 126, 127), or an exit
+    // 0 of a process that had a pid (Docker); an exit 0 on Podman is known from the stream's end instead.
+    [[nodiscard]] std::optional<int> ended_with() const {
+        if (running || !exit_code || (*exit_code == 0 && pid == 0)) {
+            return std::nullopt;
+        }
+        return exit_code;
+    }
 };
 [[nodiscard]] boost::system::result<exec_state, relay_error> parse_exec_state(std::string_view body);
 

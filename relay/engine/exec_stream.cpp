@@ -21,6 +21,13 @@ class hijacked_stream final : public exec_stream {
   public:
     hijacked_stream(std::unique_ptr<connection> c, std::string leftover)
         : c_(std::move(c)), raw_(std::move(leftover)) {}
+    ~hijacked_stream() override {
+        if (!pending_err_.empty()) {
+            say(pending_err_); // a last line without its end, from a stream closed before its end
+        }
+    }
+    hijacked_stream(const hijacked_stream&) = delete;
+    hijacked_stream& operator=(const hijacked_stream&) = delete;
 
     asio::awaitable<bool> write(std::string data) override {
         auto [ec, n] = co_await c_->visit(
@@ -117,7 +124,7 @@ class hijacked_stream final : public exec_stream {
         const std::string_view payload(raw_.data() + 8, size);
         if (stream == 2) {
             // The helper's log: passed on to ours, and a bounded copy kept for one-shot execs.
-            (void)::write(STDERR_FILENO, payload.data(), payload.size());
+            pass_on(payload);
             if (err_.size() < 65536) {
                 err_.append(payload.substr(0, 65536 - err_.size()));
             }
@@ -128,12 +135,48 @@ class hijacked_stream final : public exec_stream {
         co_return true;
     }
 
+    // The exec's stderr, line by line, onto ours. The helper's lines say they are its own; anything else
+    // there was written before the helper ran — the engine's own error ("Error: runc: exec failed …" from
+    // Podman) or the container's shell during the install — and is labelled so, never passed off as the
+    // helper's. A line longer than the exec's whole kept stderr goes on in pieces.
+    void pass_on(std::string_view payload) {
+        pending_err_.append(payload);
+        std::size_t start = 0;
+        for (auto end = pending_err_.find('\n'); end != std::string::npos;
+             end = pending_err_.find('\n', start)) {
+            say(std::string_view(pending_err_).substr(start, end - start));
+            start = end + 1;
+        }
+        pending_err_.erase(0, start);
+        if (pending_err_.size() >= 65536) {
+            say(pending_err_);
+            pending_err_.clear();
+        }
+    }
+    void say(std::string_view line) {
+        static constexpr std::string_view helper = "maka-eval-helper";
+        if (line.ends_with('\r')) {
+            line.remove_suffix(1); // runc's messages end in "\r\n"
+        }
+        std::string out;
+        if (!line.starts_with(helper)) {
+            out =
+                "maka-eval-relay: not from the helper (the engine, or the container before the helper ran): ";
+        }
+        out.append(line).push_back('\n');
+        (void)::write(STDERR_FILENO, out.data(), out.size());
+    }
+
     asio::awaitable<bool> fill(std::size_t need) {
         char chunk[65536];
         while (raw_.size() < need) {
             auto [ec, n] = co_await c_->visit(
                 [&](auto& s) { return s.async_read_some(asio::buffer(chunk), as_tuple(use_awaitable)); });
             if (ec) {
+                if (!pending_err_.empty()) {
+                    say(pending_err_); // the last line, without its end
+                    pending_err_.clear();
+                }
                 co_return false;
             }
             raw_.append(chunk, n);
@@ -147,6 +190,7 @@ class hijacked_stream final : public exec_stream {
     std::string raw_;
     std::string out_;
     std::string err_;
+    std::string pending_err_; // the exec's stderr since its last line end
 };
 
 } // namespace

@@ -128,6 +128,7 @@ TEST_CASE("cancel --scope settles the run of another helper and waits for it") {
     scratch dir;
     trapped_run run(dir);
     const auto cancel = run_process({helper_binary, "cancel", "--scope", dir.scope(), "--grace-ms", "10000"});
+    INFO(cancel.out, cancel.err);
     CHECK(cancel.exit_code == 0);
     CHECK(cancel.out.find("\"outcome\":\"settled\"") != std::string::npos);
     CHECK(run.settled().reason == "signal:TERM");

@@ -119,6 +119,52 @@ TEST_CASE("the subject's parent is its supervisor from its first instruction, ne
     }
 }
 
+TEST_CASE("a subject whose user may not enter a directory on its way is never started, and the error names "
+          "the directory") {
+    if (::geteuid() != 0) {
+        MESSAGE("skipped: a subject of another user needs a root supervisor");
+        return;
+    }
+    // A root-only directory in /tmp (which every user may enter): as the subject's working directory, and
+    // as the directory of the program it runs.
+    const auto closed =
+        std::filesystem::temp_directory_path() / ("maka-closed-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(closed / "inside");
+    std::filesystem::copy_file("/bin/true", closed / "inside" / "program");
+    std::filesystem::permissions(closed, std::filesystem::perms::owner_all);
+    struct remove_after {
+        std::filesystem::path path;
+        ~remove_after() { std::filesystem::remove_all(path); }
+    } cleanup{closed};
+    const auto ran = std::filesystem::temp_directory_path() / ("maka-ran-" + std::to_string(::getpid()));
+    for (const bool as_cwd : {true, false}) {
+        CAPTURE(as_cwd);
+        scratch dir;
+        session s({helper_binary, "session", "--user", "65534"});
+        auto request = as_cwd ? dir.request({"sh", "-c", ": > " + ran.string()})
+                              : dir.request({(closed / "inside" / "program").string()});
+        if (as_cwd) {
+            request.cwd = (closed / "inside").string();
+        }
+        s.start(request);
+        const auto message = s.next();
+        REQUIRE(message);
+        const auto* error = std::get_if<contracts::error_message>(&*message);
+        REQUIRE(error != nullptr);
+        CHECK(error->code == contracts::helper_fault::spawn_failed);
+        INFO(error->message);
+        CHECK(error->message.find("uid 65534) may not enter " + closed.string() +
+                                  " (mode 0700, owner 0:0)") != std::string::npos);
+        CHECK_FALSE(std::filesystem::exists(ran)); // never started
+        CHECK_FALSE(std::filesystem::exists(dir.scope()));
+        // Nor where a root supervisor keeps it (the child, as the subject's user, could not remove it).
+        CHECK_FALSE(
+            std::filesystem::exists("/run/maka-eval/" + dir.scope().substr(dir.scope().rfind('/') + 1)));
+        s.process.close_stdin();
+        CHECK(s.process.wait() == 1); // a session whose run failed says so (exit_failed)
+    }
+}
+
 TEST_CASE("a second trial with the same artifacts directory is refused while the first runs") {
     INFO("the lock lives in the root-only state directory: the test command runs as root");
     REQUIRE(::geteuid() == 0);
