@@ -27,8 +27,10 @@ ensure_packages() {
 # (libboost-dev, libboost-all-dev), which conflict with them.
 BUILD_PACKAGES=(g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev libssl-dev doctest-dev python3 file)
 # What the full test command needs on top: clang for the sanitizer and fuzz builds, the linters, the engine,
-# and the openssl and ip commands (the TLS engine's certificates and bridge).
-TEST_PACKAGES=(clang-14 libclang-rt-14-dev clang-format-14 clang-tidy-14 docker.io busybox-static openssl iproute2)
+# the openssl and ip commands (the TLS engine's certificates and bridge), and Podman with what its rootless
+# mode needs (tests/e2e/podman_service.sh).
+TEST_PACKAGES=(clang-14 libclang-rt-14-dev clang-format-14 clang-tidy-14 docker.io busybox-static openssl iproute2
+  podman catatonit uidmap slirp4netns fuse-overlayfs)
 
 # build_preset NAME [TARGET...]
 build_preset() {

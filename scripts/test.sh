@@ -3,7 +3,9 @@
 # Usage (as root on Debian 12): bash scripts/test.sh        (.ci/run calls exactly this)
 #   1. release build with -Werror; unit, integration and end-to-end tests through ctest — the e2e tests run
 #      on a real Docker engine: an engine already running is used, else Debian's docker.io is installed and
-#      dockerd started (and stopped again at the end); the test images are built FROM scratch
+#      dockerd started (and stopped again at the end); the test images are built FROM scratch. The Podman
+#      tests (label podman) start a Podman service of their own per mode, rootful and rootless
+#      (tests/e2e/podman_service.sh), and skip (77) saying why where this machine cannot run one
 #   2. clang ASan+UBSan build; the unit and integration tests again under it, and the e2e tests when the
 #      engine is up
 #   3. each libFuzzer target for a bounded time (MAKA_FUZZ_SECONDS, default 45) from its seed corpus

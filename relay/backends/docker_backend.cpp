@@ -540,10 +540,11 @@ class docker_backend final : public backend {
         case reader_verdict::unreachable:
             if (!reader_unchecked_said_) {
                 reader_unchecked_said_ = true;
-                const std::string line = "maka-eval-relay: the helper session's reader in container " +
-                                         container_ +
-                                         " cannot be checked from this host (a remote engine?): "
-                                         "credentials rely on the record of root subjects alone\n";
+                const std::string line =
+                    "maka-eval-relay: the helper session's reader in container " + container_ +
+                    " cannot be checked from this host (a remote engine, or a "
+                    "container without a cgroup of its own, as rootless Podman's on "
+                    "cgroup v1): credentials rely on the record of root subjects alone\n";
                 (void)::write(STDERR_FILENO, line.data(), line.size());
             }
             return std::nullopt;

@@ -55,12 +55,6 @@ TEST_CASE(
 }
 
 // The phase log's engine call count ("done … engineCalls=N").
-int engine_calls(const std::string& log) {
-    const auto at = log.rfind("engineCalls=");
-    REQUIRE(at != std::string::npos);
-    return std::stoi(log.substr(at + std::string_view("engineCalls=").size()));
-}
-
 TEST_CASE("engine calls: 3 in a fresh container (the helper comes in on the session's stdin) and after") {
     require_engine();
     container c;

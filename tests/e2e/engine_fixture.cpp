@@ -105,12 +105,12 @@ std::vector<std::string> in_container(std::vector<std::string> scenario, const s
 }
 
 void cancel_settles_the_whole_tree(const container& c, const std::vector<std::string>& relay_env,
-                                   int sleep_base) {
+                                   int sleep_base, std::optional<relay_user> as) {
     const std::string daemon = "sleep " + std::to_string(sleep_base);
     const std::string subject_sleep = "sleep " + std::to_string(sleep_base + 1);
     trial t(in_container({}, "trap '' TERM; setsid sh -c 'trap \"\" TERM; exec " + daemon + "' & " +
                                  subject_sleep),
-            c.relay_args({"--term-grace-ms", "300"}), relay_env);
+            c.relay_args({"--term-grace-ms", "300"}), relay_env, base_env(), as);
     t.wait_running(c.scope());
     REQUIRE(eventually([&] { return c.has_process(daemon); }));
     t.signal(SIGTERM);
@@ -124,9 +124,10 @@ void cancel_settles_the_whole_tree(const container& c, const std::vector<std::st
 }
 
 void killed_relay_leaves_nothing(const container& c, const std::vector<std::string>& relay_env,
-                                 int sleep_base) {
+                                 int sleep_base, std::optional<relay_user> as) {
     const std::string subject_sleep = "sleep " + std::to_string(sleep_base);
-    trial t(in_container({}, subject_sleep), c.relay_args({"--term-grace-ms", "500"}), relay_env);
+    trial t(in_container({}, subject_sleep), c.relay_args({"--term-grace-ms", "500"}), relay_env, base_env(),
+            as);
     t.wait_running(c.scope());
     REQUIRE(c.has_process("/.maka-eval/helper-", true));
     t.signal(SIGKILL);
@@ -134,6 +135,12 @@ void killed_relay_leaves_nothing(const container& c, const std::vector<std::stri
     CHECK(c.no_process_soon(subject_sleep));
     CHECK(c.no_process_soon("/.maka-eval/helper-", true));
     CHECK(c.running());
+}
+
+int engine_calls(const std::string& log) {
+    const auto at = log.rfind("engineCalls=");
+    REQUIRE(at != std::string::npos);
+    return std::stoi(log.substr(at + std::string_view("engineCalls=").size()));
 }
 
 } // namespace maka_eval::test

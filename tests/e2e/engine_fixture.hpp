@@ -3,6 +3,7 @@
 // or on another one named by its CLI host (`-H`), such as the TLS engine of tests/e2e/tls_engine.sh.
 #pragma once
 
+#include "relay/trial_fixture.hpp"
 #include "support/process.hpp"
 
 #include <functional>
@@ -58,10 +59,13 @@ std::vector<std::string> in_container(std::vector<std::string> scenario, const s
 // A TERM-ignoring subject with a setsid'd TERM-ignoring daemon, cancelled by SIGTERM: both gone, the scope
 // file too, the container intact.
 void cancel_settles_the_whole_tree(const container& c, const std::vector<std::string>& relay_env,
-                                   int sleep_base);
+                                   int sleep_base, std::optional<relay_user> as = {});
 // The relay SIGKILLed mid-run: its connection ends, the helper sees stdin EOF and settles the subject, and
 // nothing of the trial is left running.
 void killed_relay_leaves_nothing(const container& c, const std::vector<std::string>& relay_env,
-                                 int sleep_base);
+                                 int sleep_base, std::optional<relay_user> as = {});
+
+// The relay's engineCalls figure from its log ("done … engineCalls=N").
+int engine_calls(const std::string& log);
 
 } // namespace maka_eval::test

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <csignal>
 #include <thread>
+#include <unistd.h>
 
 #include <doctest/doctest.h>
 
@@ -18,7 +19,8 @@ std::vector<std::string> base_env() {
 }
 
 trial::trial(std::vector<std::string> scenario_args, std::vector<std::string> relay_args,
-             std::vector<std::string> relay_env, std::vector<std::string> orchestrator_env)
+             std::vector<std::string> relay_env, std::vector<std::string> orchestrator_env,
+             std::optional<relay_user> as)
     : orchestrator_([&] {
           scenario_args.insert(scenario_args.begin(), orchestrator_binary);
           return child_process(scenario_args, orchestrator_env);
@@ -33,6 +35,12 @@ trial::trial(std::vector<std::string> scenario_args, std::vector<std::string> re
                                   "--helper",      helper_binary,
                                   "--instruction", "do the task"};
     argv.insert(argv.end(), relay_args.begin(), relay_args.end());
+    if (as) {
+        // setpriv execs the relay: its pid stays the one the tests signal.
+        REQUIRE(::chown(dir_.path().c_str(), as->uid, as->gid) == 0);
+        argv.insert(argv.begin(), {"/usr/bin/setpriv", "--reuid", std::to_string(as->uid), "--regid",
+                                   std::to_string(as->gid), "--clear-groups", "--"});
+    }
     relay_.emplace(argv, relay_env);
 }
 

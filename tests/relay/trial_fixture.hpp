@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <sys/types.h>
 #include <vector>
 
 #include <boost/json/object.hpp>
@@ -26,12 +27,19 @@ struct outcome {
     std::string relay_log;
 };
 
+// Another user the relay runs as (the rootless Podman tests' relay is that engine's owner): its uid and gid.
+struct relay_user {
+    uid_t uid = 0;
+    gid_t gid = 0;
+};
+
 class trial {
   public:
-    // `scenario_args` go to the orchestrator double (see its usage), `relay_args` to `connect`.
+    // `scenario_args` go to the orchestrator double (see its usage), `relay_args` to `connect`; `as`: the
+    // relay runs as that user (setpriv), in a work directory it owns.
     trial(std::vector<std::string> scenario_args, std::vector<std::string> relay_args = {},
           std::vector<std::string> relay_env = base_env(),
-          std::vector<std::string> orchestrator_env = base_env());
+          std::vector<std::string> orchestrator_env = base_env(), std::optional<relay_user> as = {});
 
     // Waits until the subject runs and returns its pgid. Local backend by default: the scope file in the work
     // directory; `read_scope` reads it elsewhere (inside a container).
