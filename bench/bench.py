@@ -26,6 +26,8 @@ the same run. Measurements (issue targets in brackets):
   6. per-trial overhead through the Harbor/Pier adapter and the bridge backend, with the Harbor-shaped
      stand-in environment (one `docker` CLI process per call), warm and cold, against a bare
      `docker exec … true` through the same CLI; calls on the environment object per trial [3 warm, <= 4 cold]
+  9. Podman's Docker-compatible API, rootful and rootless (tests/e2e/podman_service.sh's services), beside
+     Docker in the same run: cold and warm trials against a bare exec through each engine's API; engine calls
   8. with --against BUILD (`--only versus`): warm and cold trials of this build against another build's relay,
      alternated in one run (a change's cost, e.g. against a worktree of the commit before it)
 """
@@ -36,6 +38,7 @@ import os
 import random
 import resource
 import signal
+import shutil
 import statistics
 import string
 import subprocess
@@ -75,9 +78,11 @@ def phases(stderr):
     return out
 
 
-def run_trial(relay, container, script, extra=(), env=None):
-    """One trial through `maka-eval-relay run`; returns (wall seconds, result json, phases, rusage)."""
-    argv = [relay, "run", "--env", f"docker:{container}", "--json", "--log-format", "json", *extra, "--", "sh", "-c", script]
+def run_trial(relay, container, script, extra=(), env=None, prefix=()):
+    """One trial through `maka-eval-relay run` (`prefix`: a command it runs under, such as setpriv); returns
+    (wall seconds, result json, phases)."""
+    argv = [*prefix, relay, "run", "--env", f"docker:{container}", "--json", "--log-format", "json", *extra, "--",
+            "sh", "-c", script]
     begun = time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     out, err = proc.communicate()
@@ -628,12 +633,77 @@ def bridge(build, repeats, rows):
                  f"bare exec; {statistics.median(cold_calls):.0f} environment calls (target ≤ 4; the original: 7)"))
 
 
+def podman(build, relay, repeats, rows):
+    """Trials on Podman's Docker-compatible API beside the same on Docker, in one run. Each Podman mode is a
+    service of tests/e2e/podman_service.sh (rootless: its own user, whose relay this is too). Per engine and
+    repeat: a bare exec through the engine's API in a fresh container (the cold baseline); in another fresh
+    container a cold trial (relay start → exit, the helper put in), then a warm one (the second trial there)
+    and a bare exec there (the warm baseline)."""
+    if shutil.which("podman") is None:
+        rows.append(("Podman", "skipped: podman is not installed", ""))
+        return
+    script = f"{ROOT}/tests/e2e/podman_service.sh"
+    env = {**os.environ, "MAKA_EVAL_E2E": "1"}
+    engines = {"Docker": ("", [], [], dict(os.environ))}
+    started = []
+    try:
+        for mode in ("rootful", "rootless"):
+            d = tempfile.mkdtemp(prefix=f"maka-bench-podman-{mode}-")
+            started.append(d)
+            subprocess.run([script, "start", d, mode], env=env, check=True, stdout=subprocess.DEVNULL)
+            if os.path.exists(f"{d}/skip"):
+                rows.append((f"Podman {mode}", "skipped: " + open(f"{d}/skip").read().strip(), ""))
+                continue
+            host = open(f"{d}/socket").read().strip()
+            prefix = []
+            if mode == "rootless":
+                uid, gid = open(f"{d}/user").read().strip().split(":")
+                prefix = ["setpriv", "--reuid", uid, "--regid", gid, "--clear-groups", "--"]
+            engines[f"Podman {mode}"] = (host, open(f"{d}/run-args").read().split(), prefix,
+                                         {**os.environ, "DOCKER_HOST": host, "HOME": f"{d}/home"})
+        for label, (host, run_args, prefix, relay_env) in engines.items():
+            cli = ["-H", host] if host else []
+            bare_env = {**os.environ, **({"DOCKER_HOST": host} if host else {})}
+
+            def bare(name):
+                return json.loads(subprocess.run([f"{build}/bench/maka-eval-bench", "bare-exec", name, "1"],
+                                                 env=bare_env, capture_output=True, text=True,
+                                                 check=True).stdout)[0]
+
+            cold_base, warm_base, cold_walls, warm_walls, cold_calls, warm_calls = [], [], [], [], [], []
+            for i in range(repeats):
+                for kind in ("base", "trial"):
+                    name = f"maka-bench-podman-{kind}{i}"
+                    docker(*cli, "rm", "-f", name, check=False)
+                    docker(*cli, "run", "-d", "--name", name, *run_args, "maka-eval-test-busybox:test")
+                    try:
+                        if kind == "base":
+                            cold_base.append(bare(name))
+                            continue
+                        for walls, calls in ((cold_walls, cold_calls), (warm_walls, warm_calls)):
+                            wall, result, ph = run_trial(relay, name, "true", env=relay_env, prefix=prefix)
+                            assert result["executed"]["exitCode"] == 0, result
+                            walls.append(wall * 1000)
+                            calls.append(int(ph["done"]["engineCalls"]))
+                        warm_base.append(bare(name))
+                    finally:
+                        docker(*cli, "rm", "-f", name, check=False)
+            for kind, walls, base, calls in (("cold", cold_walls, cold_base, cold_calls),
+                                             ("warm", warm_walls, warm_base, warm_calls)):
+                rows.append((f"{label}: {kind} trial, relay start → exit", fmt(walls, "ms"),
+                             f"{statistics.median(walls) / statistics.median(base):.2f}× a bare exec through its "
+                             f"API ({statistics.median(base):.1f} ms); {statistics.median(calls):.0f} engine calls"))
+    finally:
+        for d in started:
+            subprocess.run([script, "stop", d], env=env, check=False, stdout=subprocess.DEVNULL)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", required=True)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument("--only", help="one measurement: overhead, cold, cancel, capture, memory, masking, credentials, concurrent, "
-                                       "size, projection, tls, bridge, versus")
+                                       "size, projection, tls, bridge, podman, versus")
     parser.add_argument("--concurrent", type=int, default=128, help="trials at once in `concurrent` (128)")
     parser.add_argument("--against", help="another build directory: `--only versus` compares warm and cold "
                                           "trials with its relay")
@@ -654,6 +724,7 @@ def main():
         "projection": lambda: projection(args.build, rows),
         "tls": lambda: tls(args.build, relay, repeats, rows),
         "bridge": lambda: bridge(args.build, repeats, rows),
+        "podman": lambda: podman(args.build, relay, 5 if args.quick else 9, rows),
     }
     if args.against:
         measurements["versus"] = lambda: versus(relay, f"{args.against}/relay/maka-eval-relay", repeats, rows)

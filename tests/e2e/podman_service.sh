@@ -29,11 +29,8 @@ user=maka-podman
 
 [ "${MAKA_EVAL_E2E:-}" = 1 ] || { echo "podman: MAKA_EVAL_E2E is not 1, nothing to do"; exit 0; }
 
-alive() {
-  local state
-  state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
-  [ -n "$state" ] && [ "$state" != Z ]
-}
+# alive PID, stop_pid PID
+source "$(dirname "$0")/service_lib.sh"
 
 # as_owner CMD...: as the service's owner (root, or the rootless user with its runtime directory).
 as_owner() {
@@ -73,7 +70,6 @@ launch() {
 }
 
 stop_service() {
-  local pid
   if [ "$mode" = rootless ]; then
     # Rootless podman re-executes itself inside its user namespace (the service is a child of the pid we
     # started) and keeps a pause process there: every process of the tests' own user goes.
@@ -85,15 +81,7 @@ stop_service() {
     pkill -KILL -u "$user" 2>/dev/null || true
     return 0
   fi
-  pid=$(cat "$dir/service.pid" 2>/dev/null || true)
-  [ -n "$pid" ] || return 0
-  tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -qF "$dir/" || return 0
-  kill -TERM "$pid" 2>/dev/null || return 0
-  for _ in $(seq 1 80); do
-    alive "$pid" || return 0
-    sleep 0.25
-  done
-  kill -KILL "$pid" 2>/dev/null || true
+  stop_pid "$(cat "$dir/service.pid" 2>/dev/null || true)"
 }
 
 skip() {
