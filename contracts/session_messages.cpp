@@ -333,11 +333,15 @@ void throw_exception_from_error(const failure& e, const boost::source_location&)
 }
 
 json::object to_json(const subject_usage& usage) {
-    return {{"userMs", usage.user_ms},
-            {"systemMs", usage.system_ms},
-            {"peakRssKiB", usage.peak_rss_kib},
-            {"processes", usage.processes},
-            {"wallMs", usage.wall_ms}};
+    json::object out{{"userMs", usage.user_ms},
+                     {"systemMs", usage.system_ms},
+                     {"peakRssKiB", usage.peak_rss_kib},
+                     {"processes", usage.processes},
+                     {"wallMs", usage.wall_ms}};
+    if (usage.processes_lower_bound) {
+        out["processesLowerBound"] = true;
+    }
+    return out;
 }
 
 json::object to_json(const session_message& message) {
@@ -558,8 +562,9 @@ boost::system::result<session_message, failure> from_json(const json::object& ob
         m.peak_rss_kib = r.count("peakRssKiB", false);
         if (const auto* usage = r.optional_child("usage")) {
             reader u(*usage);
-            m.usage = subject_usage{u.count("userMs"), u.count("systemMs"), u.count("peakRssKiB"),
-                                    u.count("processes"), u.count("wallMs")};
+            m.usage = subject_usage{u.count("userMs"),     u.count("systemMs"),
+                                    u.count("peakRssKiB"), u.count("processes"),
+                                    u.count("wallMs"),     u.boolean("processesLowerBound", false)};
             if (!u.ok()) {
                 r.fail("usage." + u.where());
             }

@@ -129,6 +129,10 @@ struct subject_usage {
     // started, exactly in a container of its own; on a shared host an upper bound (others' count too).
     std::uint64_t processes = 0;
     std::uint64_t wall_ms = 0; // start → the leader's exit
+    // `processes` was counted by a census of the subject's tree (a shared PID namespace where the kernel's
+    // fork events cannot be had): a lower bound. Said with the figure, not on the helper's stderr, which the
+    // local backend shares with the relay's own (its JSON log, run --quiet).
+    bool processes_lower_bound = false;
     friend bool operator==(const subject_usage&, const subject_usage&) = default;
 };
 [[nodiscard]] boost::json::object to_json(const subject_usage& usage);

@@ -313,12 +313,6 @@ boost::system::result<report_message, supervision_error> supervision::run() {
     spawned_ = spawn_subject(plan);
     tree_ = subject_tree(spawned_.pid);
     usage_.count_by_census(request_.shared_pid_namespace && !listening);
-    if (usage_.by_census()) {
-        log_line("usage: the subject's processes are counted by a census of its tree every " +
-                 std::to_string(usage_meter::census_interval_ms) +
-                 " ms, a lower bound (the kernel's fork events need CAP_NET_ADMIN in the host's network "
-                 "namespace)");
-    }
     if (listening && spawned_.pid > 0) {
         forks_.follow(spawned_.pid);
     }

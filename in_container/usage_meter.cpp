@@ -48,6 +48,7 @@ contracts::subject_usage usage_meter::measure(std::uint64_t wall_ms, std::uint64
     out.peak_rss_kib = peak_rss_kib_;
     if (census_) {
         out.processes = seen_.size();
+        out.processes_lower_bound = true;
         return out;
     }
     if (const auto last = last_pid_allocated(); last && last_pid_before_) {

@@ -403,6 +403,13 @@ void trial::log_report(bool settling, const contracts::report_message& report) {
                              {"peakRssKiB", std::to_string(usage_->peak_rss_kib)},
                              {"processes", std::to_string(usage_->processes)},
                              {"wallMs", std::to_string(usage_->wall_ms)}});
+        if (usage_->processes_lower_bound) {
+            log_.phase(
+                "usage-census",
+                {{"message", "the subject's processes were counted by a census of its tree every 10 ms, a "
+                             "lower bound (the kernel's fork events need CAP_NET_ADMIN in the host's "
+                             "network namespace)"}});
+        }
     }
     if (report.stdout_artifact.masked + report.stderr_artifact.masked > 0) {
         log_.phase("masked", {{"stdout", std::to_string(report.stdout_artifact.masked)},
