@@ -135,8 +135,9 @@ class docker_backend final : public backend {
         const bool trial_ran_here = installed_ != installed_copy::genuine && installs_.knows(container_id_);
         bool stream_install = ours && installed_ == installed_copy::absent && !trial_ran_here && host_view_;
         if (ours && installed_ != installed_copy::genuine && !stream_install) {
-            // A fresh container seen from afar needs no word: the upload is its normal way in.
-            if (trial_ran_here || installed_ != installed_copy::absent) {
+            // A fresh container seen from afar needs no word, nor one where resolve() chose to write the
+            // helper again unseen: the upload is their normal way in.
+            if (!rewrite_unseen_ && (trial_ran_here || installed_ != installed_copy::absent)) {
                 const std::string line =
                     "maka-eval-relay: the helper at " + helper_in_container_ + " in container " + container_ +
                     " is " + (installed_ == installed_copy::absent ? "gone" : "not this build's") +
@@ -488,7 +489,7 @@ class docker_backend final : public backend {
         if (options_.helper.in_environment.empty()) {
             // What is at our helper's path, read from outside the container: every root exec runs this
             // build's helper or none. MAKA_EVAL_CHECK_HELPER_THROUGH_ENGINE=1 skips the look from this host
-            // (the tests' way to the download a remote engine gets).
+            // (the tests' way to what a remote engine gets).
             const char* through_engine = std::getenv("MAKA_EVAL_CHECK_HELPER_THROUGH_ENGINE");
             std::optional<installed_copy> found;
             if (through_engine == nullptr || std::string_view(through_engine) != "1") {
@@ -510,6 +511,15 @@ class docker_backend final : public backend {
                 found = comparison.verdict();
             }
             host_view_ = found.has_value();
+            if (!found && installs_.knows(container_id_) && !readonly_rootfs_) {
+                // Seen from afar, where a trial ran before: this build's helper is written in again through
+                // the engine rather than read back and compared. Both are the engine's, from outside the
+                // container, so what runs as root is this build's either way; the write is one call as the
+                // read is, and far cheaper on Podman (its archive download costs ~230 ms whatever the size,
+                // its upload ~5 ms). A read-only root filesystem still gets the comparison.
+                rewrite_unseen_ = true;
+                found = installed_copy::other;
+            }
             installed_ = found ? *found : co_await installed_helper();
         }
         if (auto root = installs_.root_trial(container_id_)) {
@@ -775,7 +785,8 @@ class docker_backend final : public backend {
     std::string earlier_owner_;    // whose the container is since an earlier trial (earlier_owner())
     long container_pid_ = 0;       // State.Pid: the container's first process, on the engine's host
     bool reader_unchecked_said_ = false;
-    bool host_view_ = false; // this host sees the container's files and processes (the engine's host)
+    bool host_view_ = false;      // this host sees the container's files and processes (the engine's host)
+    bool rewrite_unseen_ = false; // the helper is put in again without a look at what is there (resolve())
     std::optional<std::uint64_t> oom_kills_before_; // the memory cgroup's oom_kill count before the trial
     bool resolved_ = false;
     std::optional<std::pair<exec_spec, std::string>> created_; // the session exec resolve() created, its id

@@ -87,7 +87,9 @@ TEST_CASE("engine calls: 3 in a fresh container (the helper comes in on the sess
 
 // A root subject swaps every installed helper for a script that would keep what it is given (the next
 // trial's credential on its stdin, its environment); `relay_env` says how the relay checks the copy.
-void replaced_helper_never_runs(const std::vector<std::string>& relay_env, int calls_after) {
+// `looked`: the relay looks at the copy and says it was replaced (from this host); seen from afar it is
+// written again without a look.
+void replaced_helper_never_runs(const std::vector<std::string>& relay_env, int calls_after, bool looked) {
     container c;
     const std::string forge =
         "\"$HELPER\" frame '{}'; for f in /.maka-eval/helper-*; do rm -f \"$f\"; "
@@ -107,8 +109,8 @@ void replaced_helper_never_runs(const std::vector<std::string>& relay_env, int c
     CHECK(o.exit_code == relay::exit_success);
     CHECK(o.relay_log.find("trusted (") != std::string::npos);
     CHECK(executed_of(o).at("stdout").as_string() == "{\"genuine\":true}");
-    CHECK(o.relay_log.find("is not this build's since an earlier trial: put in again through the engine") !=
-          std::string::npos);
+    CHECK((o.relay_log.find("is not this build's since an earlier trial: put in again through the engine") !=
+           std::string::npos) == looked);
     CHECK(engine_calls(o.relay_log) == calls_after);
     CHECK(c.exec("test -e /tmp/captured").exit_code != 0);
     {
@@ -141,7 +143,7 @@ void replaced_helper_never_runs(const std::vector<std::string>& relay_env, int c
         trial again(in_container({}, "\"$HELPER\" frame '{}'"), c.relay_args(), relay_env);
         const auto a = again.finish();
         CHECK(a.exit_code == relay::exit_success);
-        CHECK(a.relay_log.find("put in again through the engine") != std::string::npos);
+        CHECK((a.relay_log.find("put in again through the engine") != std::string::npos) == looked);
     }
 }
 
@@ -149,11 +151,12 @@ TEST_CASE(
     "security: a helper a root subject replaced never runs, and the next trial's credential stays unread") {
     require_engine();
     // Looked at from this host (the engine's): inspect, the upload, exec create and start.
-    replaced_helper_never_runs(base_env(), 4);
-    // Downloaded through the engine, as for a remote engine: one call more.
+    replaced_helper_never_runs(base_env(), 4, true);
+    // Seen from afar, as for a remote engine: written again through the engine without a look, as on every
+    // trial there (inspect, the upload, exec create and start).
     auto through_engine = base_env();
     through_engine.push_back("MAKA_EVAL_CHECK_HELPER_THROUGH_ENGINE=1");
-    replaced_helper_never_runs(through_engine, 5);
+    replaced_helper_never_runs(through_engine, 4, false);
 }
 
 TEST_CASE(

@@ -108,12 +108,49 @@ TEST_CASE("a trial with its frame, then a warm one that puts nothing in again") 
         CHECK(executed_of(o).at("stdout").as_string() == "{\"podman\":" + std::to_string(round) + "}");
         // Rootful: cold, the helper on the session's stdin (3 calls); warm, found in place (3). Rootless
         // Podman gives its containers no cgroup of their own here, so this host cannot tell their processes
-        // for sure: cold, the engine's upload (5); warm, the copy compared through the engine's download (4).
+        // for sure: cold, the engine's upload after a look that finds nothing (5); warm, the upload again
+        // without a look (4: Podman's download would cost ~230 ms, its upload ~5).
         const int calls = engine_calls(o.relay_log);
         CHECK(calls == (p.mode == "rootful" ? 3 : round == 0 ? 5 : 4));
         CHECK(o.relay_log.find("put in again") == std::string::npos);
         MESSAGE(p.mode, " trial ", round, ": ", calls, " engine calls");
     }
+}
+
+TEST_CASE("a warm trial writes the helper in again while a helper runs from it") {
+    // Where this host cannot look (rootless), every warm trial writes the helper in again through the engine:
+    // a helper running from the same file meanwhile (another trial's) must not notice — the engine replaces
+    // the file, it does not write into a running program (ETXTBSY, or a changed program under it).
+    const auto& p = podman();
+    const auto c = p.task();
+    REQUIRE(p.start(in_container({}, "\"$HELPER\" frame '{}'"), *c).finish().exit_code ==
+            relay::exit_success);
+    const auto inode = [&] { return c->exec("stat -L -c %i /.maka-eval/maka-eval-helper").out; };
+    const auto before = inode();
+    // A session that waits on its stdin, as another trial's would.
+    REQUIRE(c->exec("(sleep 600 | /.maka-eval/maka-eval-helper session) </dev/null >/dev/null 2>&1 &")
+                .exit_code == 0);
+    std::string pid;
+    REQUIRE(eventually(
+        [&] {
+            pid = c->exec("pidof maka-eval-helper").out;
+            return !pid.empty();
+        },
+        60000));
+    pid.erase(pid.find_last_not_of(" \n") + 1);
+    auto warm = p.start(in_container({}, "\"$HELPER\" frame '{\"warm\":1}'"), *c);
+    const auto o = warm.finish();
+    INFO(o.relay_log);
+    CHECK(o.exit_code == relay::exit_success);
+    CHECK(executed_of(o).at("stdout").as_string() == "{\"warm\":1}");
+    // The helper's file replaced (rootless) or left in place (rootful, where this host compared the copy),
+    // and the helper that ran from it still running, not a zombie (its /proc/PID/exe is not readable: the
+    // helper makes itself non-dumpable).
+    CHECK((inode() == before) == (p.mode == "rootful"));
+    const auto state = c->exec("sed -n 's/^State:[[:space:]]*//p' /proc/" + pid + "/status").out;
+    CAPTURE(state);
+    CHECK(state.starts_with("S"));
+    CHECK(c->exec("kill " + pid).exit_code == 0);
 }
 
 TEST_CASE("--user 1000 under a root supervisor the subject can neither kill nor stop") {
