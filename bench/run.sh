@@ -5,7 +5,7 @@
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 source "$MAKA_ROOT/scripts/engine.sh"
-ensure_packages "${BUILD_PACKAGES[@]}" docker.io busybox-static podman catatonit uidmap slirp4netns fuse-overlayfs
+ensure_packages "${BUILD_PACKAGES[@]}" docker.io busybox-static podman catatonit uidmap slirp4netns fuse-overlayfs procps
 say "building (preset default)"
 build_preset default >/dev/null
 trap engine_down EXIT

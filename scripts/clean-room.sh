@@ -19,6 +19,7 @@ source "$(dirname "$0")/lib.sh"
 image=$(clean_image)
 
 tree=$(mktemp -d /var/tmp/maka-tree-XXXXXX)
+chmod 0755 "$tree" # as a CI checkout: other users may enter it (the rootless Podman tests' relay runs as one)
 git -C "$MAKA_ROOT" archive "${MAKA_CLEAN_REF:-HEAD}" | tar -C "$tree" -x
 (($# > 0)) || set -- bash scripts/test.sh
 say "in a clean container (--init): $*"

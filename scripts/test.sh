@@ -41,6 +41,13 @@ failure_output() {
        /^ *[0-9]+\/[0-9]+ Test +#/ && !/\*\*\*/ {show = 0}
        show && lines++ < 60' "$1"
 }
+# skip_reasons LOG — why tests skipped (each says so on its output, "skipped: WHY"), once per reason with how
+# many, so that a run's log tells a skip for the machine from a skip for a missing install step.
+skip_reasons() {
+  [ -f "$1" ] || return 0
+  grep -ho 'skipped: .*' "$1" | sort | uniq -c | sort -rn | head -20 |
+    sed -E 's/^ *([0-9]+) skipped: /  skipped (\1 tests): /'
+}
 LOGS=$(mktemp -d)
 trap 'engine_down; rm -rf "$LOGS"' EXIT
 
@@ -55,6 +62,7 @@ if build_preset ci >"$LOGS/build-ci.log" 2>&1; then
     grep -E '^\s*[0-9]+/[0-9]+ Test|tests passed|FAILED' || true
   failure_output "$LOGS/ctest-ci.log"
   ctest_counts "$LOGS/ctest-ci.log"
+  skip_reasons "$MAKA_ROOT/build/ci/Testing/Temporary/LastTest.log"
 else
   tail -50 "$LOGS/build-ci.log"
   record "build ci" 1

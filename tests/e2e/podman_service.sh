@@ -116,6 +116,16 @@ start)
     if ! grep -q "^$user:" /etc/subuid; then usermod --add-subuids 200000-265535 "$user"; fi
     if ! grep -q "^$user:" /etc/subgid; then usermod --add-subgids 200000-265535 "$user"; fi
     echo "$(id -u "$user"):$(id -g "$user")" >"$dir/user"
+    # The tests' relay runs as that user from the build folder this directory is in: every directory above
+    # it must let others in (a folder under /root, mode 0700, does not).
+    path=
+    IFS=/ read -ra parts <<<"${dir#/}"
+    for part in "${parts[@]}"; do
+      path="$path/$part"
+      [ "$path" != "$dir" ] || break
+      setpriv --reuid "$user" --regid "$user" --init-groups test -x "$path" 2>/dev/null ||
+        skip "$user, whom the rootless tests' relay runs as, may not enter $path (mode $(stat -c '%a, owner %U' "$path")), above the build folder: build where other users may enter (not under /root)"
+    done
     mkdir -p "$dir/home" "$dir/xdg"
     chmod 0700 "$dir/xdg"
     chown -R "$user:$user" "$dir"
