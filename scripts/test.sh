@@ -41,12 +41,12 @@ failure_output() {
        /^ *[0-9]+\/[0-9]+ Test +#/ && !/\*\*\*/ {show = 0}
        show && lines++ < 60' "$1"
 }
-# skip_reasons LOG — why tests skipped (each says so on its output, "skipped: WHY"), once per reason with how
-# many, so that a run's log tells a skip for the machine from a skip for a missing install step.
+# skip_reasons LOG — why tests skipped (each says so on its output, "skipped: WHY"; the runners' "SKIPPED:"),
+# once per reason with how many, so that a run's log tells a skip for the machine from a missing install step.
 skip_reasons() {
   [ -f "$1" ] || return 0
-  grep -ho 'skipped: .*' "$1" | sort | uniq -c | sort -rn | head -20 |
-    sed -E 's/^ *([0-9]+) skipped: /  skipped (\1 tests): /'
+  grep -hoiE 'skipped: .*' "$1" | sed -E 's/^[^:]*: //' | sort | uniq -c | sort -rn | head -20 |
+    sed -E 's/^ *([0-9]+) /  skipped (\1 tests): /'
 }
 LOGS=$(mktemp -d)
 trap 'engine_down; rm -rf "$LOGS"' EXIT
