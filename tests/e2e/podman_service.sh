@@ -24,6 +24,7 @@ set -euo pipefail
 
 command=${1:?usage: podman_service.sh start|stop DIR [rootful|rootless]}
 dir=${2:?usage: podman_service.sh start|stop DIR [rootful|rootless]}
+dir=$(realpath -m -- "$dir") # absolute: the rootless check walks the folders above it
 mode=${3:-$(cat "$dir/mode" 2>/dev/null || echo rootful)}
 user=maka-podman
 
