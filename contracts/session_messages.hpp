@@ -133,6 +133,7 @@ struct subject_usage {
     // fork events cannot be had): a lower bound. Said with the figure, not on the helper's stderr, which the
     // local backend shares with the relay's own (its JSON log, run --quiet).
     bool processes_lower_bound = false;
+    static constexpr int census_interval_ms = 10; // how often that census looks (the schema says it too)
     friend bool operator==(const subject_usage&, const subject_usage&) = default;
 };
 [[nodiscard]] boost::json::object to_json(const subject_usage& usage);

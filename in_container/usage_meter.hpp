@@ -26,7 +26,7 @@ class usage_meter {
     void count_by_census(bool shared) { census_ = shared; }
     [[nodiscard]] bool by_census() const { return census_; }
     void saw(pid_t pid) { seen_.insert(pid); }
-    static constexpr int census_interval_ms = 10;
+    static constexpr int census_interval_ms = contracts::subject_usage::census_interval_ms;
     // After the leader is reaped: the usage over `wall_ms`. `own_processes`: how many processes allocated
     // since `start` were ours (the launcher, a drainer), not the subject's.
     [[nodiscard]] contracts::subject_usage measure(std::uint64_t wall_ms, std::uint64_t own_processes) const;

@@ -135,9 +135,10 @@ class docker_backend final : public backend {
         const bool trial_ran_here = installed_ != installed_copy::genuine && installs_.knows(container_id_);
         bool stream_install = ours && installed_ == installed_copy::absent && !trial_ran_here && host_view_;
         if (ours && installed_ != installed_copy::genuine && !stream_install) {
-            // A fresh container seen from afar needs no word, nor one where resolve() chose to write the
-            // helper again unseen: the upload is their normal way in.
-            if (!rewrite_unseen_ && (trial_ran_here || installed_ != installed_copy::absent)) {
+            // A fresh container seen from afar needs no word, nor an unchecked one: the upload is their
+            // normal way in.
+            if (installed_ != installed_copy::unchecked &&
+                (trial_ran_here || installed_ != installed_copy::absent)) {
                 const std::string line =
                     "maka-eval-relay: the helper at " + helper_in_container_ + " in container " + container_ +
                     " is " + (installed_ == installed_copy::absent ? "gone" : "not this build's") +
@@ -517,8 +518,7 @@ class docker_backend final : public backend {
                 // container, so what runs as root is this build's either way; the write is one call as the
                 // read is, and far cheaper on Podman (its archive download costs ~230 ms whatever the size,
                 // its upload ~5 ms). A read-only root filesystem still gets the comparison.
-                rewrite_unseen_ = true;
-                found = installed_copy::other;
+                found = installed_copy::unchecked;
             }
             installed_ = found ? *found : co_await installed_helper();
         }
@@ -785,8 +785,7 @@ class docker_backend final : public backend {
     std::string earlier_owner_;    // whose the container is since an earlier trial (earlier_owner())
     long container_pid_ = 0;       // State.Pid: the container's first process, on the engine's host
     bool reader_unchecked_said_ = false;
-    bool host_view_ = false;      // this host sees the container's files and processes (the engine's host)
-    bool rewrite_unseen_ = false; // the helper is put in again without a look at what is there (resolve())
+    bool host_view_ = false; // this host sees the container's files and processes (the engine's host)
     std::optional<std::uint64_t> oom_kills_before_; // the memory cgroup's oom_kill count before the trial
     bool resolved_ = false;
     std::optional<std::pair<exec_spec, std::string>> created_; // the session exec resolve() created, its id

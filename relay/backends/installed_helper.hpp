@@ -23,6 +23,9 @@ enum class installed_copy {
     absent,  // nothing at the path
     genuine, // a regular file, writable by its owner only, with this build's bytes
     other,   // anything else: other bytes, a link, a directory, a FIFO, a file others may write
+    // Not looked at: where this host cannot look and a trial ran before, the docker backend writes the
+    // helper in again through the engine rather than read it back (never a comparison's verdict).
+    unchecked,
 };
 
 // The copy at `path_in_container` (absolute, no `.` or `..`) of the container whose first process is `pid`

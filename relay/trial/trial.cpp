@@ -404,10 +404,11 @@ void trial::log_report(bool settling, const contracts::report_message& report) {
                              {"processes", std::to_string(usage_->processes)},
                              {"wallMs", std::to_string(usage_->wall_ms)}});
         if (usage_->processes_lower_bound) {
-            log_.phase(
-                "usage-census",
-                {{"message", "the subject's processes were counted by a census of its tree every 10 ms, a "
-                             "lower bound (the kernel's fork events need CAP_NET_ADMIN in the host's "
+            log_.phase("usage-census",
+                       {{"message",
+                         "the subject's processes were counted by a census of its tree every " +
+                             std::to_string(contracts::subject_usage::census_interval_ms) +
+                             " ms, a lower bound (the kernel's fork events need CAP_NET_ADMIN in the host's "
                              "network namespace)"}});
         }
     }

@@ -293,9 +293,9 @@ TEST_CASE("background holders of the pipes delay the report only by the drain ti
     request.drain_ms = 100;
     s.start(request);
     started_of(s.next());
-    // From the start to the report: the subject's exit, then this drain, not the default one (2000 ms) and
-    // not the writer's end (never before the marker). Under ASan on a busy machine this took up to 1.2 s
-    // from before the helper's own start, so the bound is the default drain itself.
+    // From `started` to the report: the subject's exit, then this drain, not the default one (2000 ms) and
+    // not the writer's end (never before the marker). Under ASan on a busy machine start to report took up
+    // to 1.2 s (the helper's own start included), so the bound is the default drain itself.
     const auto begun = std::chrono::steady_clock::now();
     const auto report = report_of(s.next(), false);
     CHECK(std::chrono::steady_clock::now() - begun <
