@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace maka_eval::in_container {
 
@@ -24,6 +25,11 @@ class line_reader {
     // too.
     pop_result pop(contracts::secret_text& line);
 
+    // The start of the next line, as received so far, once pop() has returned none: every line before it
+    // has been popped, so the buffer holds this one alone (empty while a dropped line's rest is read).
+    [[nodiscard]] std::string_view partial_line() const noexcept {
+        return discarding_ ? std::string_view() : buffer_.view();
+    }
     [[nodiscard]] bool at_eof() const noexcept { return eof_; }
     [[nodiscard]] int fd() const noexcept { return fd_; }
     // Overwrites what is buffered (it may hold secrets of a `run` request); its destruction does too.

@@ -11,6 +11,7 @@
 #include "in_container/probe.hpp"
 #include "in_container/root_state.hpp"
 #include "in_container/signals.hpp"
+#include "in_container/streamed_message.hpp"
 #include "in_container/supervisor.hpp"
 #include "in_container/text_fields.hpp"
 
@@ -33,6 +34,7 @@ void emit(const contracts::session_message& message) {
 
 // Reads control lines until a valid `run` arrives; nullopt when the relay leaves or we are told to stop.
 std::optional<contracts::run_request> await_run(line_reader& control, int signal_fd) {
+    streamed_message parsing; // the line being received, parsed as it comes
     while (true) {
         pollfd fds[2] = {{control.fd(), POLLIN, 0}, {signal_fd, POLLIN, 0}};
         if (::poll(fds, 2, -1) < 0 && errno != EINTR) {
@@ -53,14 +55,16 @@ std::optional<contracts::run_request> await_run(line_reader& control, int signal
             contracts::secret_text line; // wiped at the end of each turn: it may be a `run` request
             const auto popped = control.pop(line);
             if (popped == line_reader::pop_result::none) {
+                parsing.received(control.partial_line());
                 break;
             }
             if (popped == line_reader::pop_result::oversize) {
+                parsing.reset();
                 emit(contracts::error_message{contracts::helper_fault::bad_request,
                                               "session line exceeds the size limit"});
                 continue;
             }
-            auto message = contracts::parse_session_message(line.view());
+            auto message = parsing.complete(line.view());
             line.clear();
             if (!message) {
                 emit(contracts::error_message{contracts::helper_fault::bad_request,
