@@ -136,7 +136,9 @@ TEST_CASE("a line parsed as it arrives says what the whole line's parse says, ho
     };
     std::mt19937 random(20261206);
     streamed_message parsing; // one for every line in turn, as the session keeps it
-    for (const auto& [line, streamed] : lines) {
+    for (const auto& entry : lines) {
+        const std::string& line = entry.first; // not a structured binding: clang 14 cannot capture one
+        const bool streamed = entry.second;
         CAPTURE(line);
         const auto expected = verdict(contracts::parse_session_message(line));
         for (int round = 0; round < 30; ++round) {
