@@ -10,21 +10,32 @@
 # unmasked /proc paths; `--privileged` is not used because it also asks for
 # capabilities an engine that itself runs in a restricted sandbox (as here: no CAP_SYS_RESOURCE) cannot grant.
 #
-# Usage (as root, with an engine running): bash scripts/clean-room.sh [COMMAND...]
+# Usage (as root, with an engine running): bash scripts/clean-room.sh [--ci-container] [COMMAND...]
 #   default COMMAND: bash scripts/test.sh
+#   --ci-container: as a CI job's container is usually given: the inner dockerd's data on the container's own
+#     overlay root (no tmpfs there, so overlay2 cannot be used and scripts/storage.sh picks vfs). Either way the
+#     container has no /dev/fuse (no --device, no --privileged).
 #   MAKA_CLEAN_REF=<git ref> picks what to copy (default HEAD; uncommitted changes are never included)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
+data_root=(--tmpfs /var/lib/docker:exec)
+mode="the inner dockerd's data on a tmpfs"
+if [ "${1:-}" = --ci-container ]; then
+  shift
+  data_root=()
+  mode="as a CI container: the inner dockerd's data on the container's overlay root"
+fi
 image=$(clean_image)
 
 tree=$(mktemp -d /var/tmp/maka-tree-XXXXXX)
 chmod 0755 "$tree" # as a CI checkout: other users may enter it (the rootless Podman tests' relay runs as one)
 git -C "$MAKA_ROOT" archive "${MAKA_CLEAN_REF:-HEAD}" | tar -C "$tree" -x
 (($# > 0)) || set -- bash scripts/test.sh
-say "in a clean container (--init): $*"
+say "in a clean container (--init, no /dev/fuse, $mode): $*"
 status=0
-# The inner dockerd keeps its images on a volume: the container's own overlay root cannot hold overlay2.
+# By default the inner dockerd keeps its images on a tmpfs, where overlay2 works (the container's own overlay
+# root cannot hold it).
 bounding=$(awk '/^CapBnd/ {print $2}' /proc/self/status)
 drop=()
 ((0x$bounding & (1 << 24))) || drop=(--cap-drop SYS_RESOURCE)
@@ -34,7 +45,7 @@ shared=()
 [ -d "$MAKA_ROOT/../shared" ] && shared=(-v "$(cd "$MAKA_ROOT/../shared" && pwd):/shared:ro")
 docker run --rm --init --cap-add ALL "${drop[@]}" --security-opt seccomp=unconfined \
   --security-opt apparmor=unconfined --security-opt systempaths=unconfined "${shared[@]}" \
-  -v /sys/fs/cgroup:/sys/fs/cgroup:rw --tmpfs /var/lib/docker:exec -v "$tree:/src" -w /src "$image" "$@" ||
+  -v /sys/fs/cgroup:/sys/fs/cgroup:rw "${data_root[@]}" -v "$tree:/src" -w /src "$image" "$@" ||
   status=$?
 rm -rf "$tree"
 exit $status

@@ -2,6 +2,11 @@
 #   engine_up    — use a running engine, or install Debian's docker.io and start dockerd (we are root)
 #   engine_down  — stop dockerd only if engine_up started it
 #   build_test_images BUILD_DIR — the FROM-scratch images the tests use (no registry is reachable)
+# The dockerd started here is given its storage driver (scripts/storage.sh says why and how it is chosen),
+# unless /etc/docker/daemon.json names one: the machine's own choice stands (dockerd refuses a flag that
+# repeats the file).
+
+source "$(dirname "${BASH_SOURCE[0]}")/storage.sh"
 
 MAKA_ENGINE_STARTED=0
 MAKA_DOCKERD_PID=
@@ -14,9 +19,18 @@ engine_up() {
     return 0
   fi
   ensure_packages docker.io busybox-static
-  local log
+  local log config=/etc/docker/daemon.json driver=() root
   log=$(mktemp /tmp/maka-dockerd-XXXXXX.log)
-  dockerd --host unix:///var/run/docker.sock >"$log" 2>&1 &
+  if [ -f "$config" ] && grep -q '"storage-driver"' "$config"; then
+    echo "docker engine: storage driver as $config says"
+  else
+    root=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("data-root", ""))' "$config" \
+      2>/dev/null || true)
+    choose_storage_driver "${root:-/var/lib/docker}" overlay2
+    echo "docker engine: storage driver $STORAGE_DRIVER: $STORAGE_WHY"
+    driver=(--storage-driver "$STORAGE_DRIVER")
+  fi
+  dockerd --host unix:///var/run/docker.sock "${driver[@]}" >"$log" 2>&1 &
   MAKA_DOCKERD_PID=$!
   MAKA_ENGINE_STARTED=1
   for _ in $(seq 1 60); do

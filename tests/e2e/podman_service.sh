@@ -32,6 +32,7 @@ user=maka-podman
 
 # alive PID, stop_pid PID
 source "$(dirname "$0")/service_lib.sh"
+source "$(dirname "$0")/../../scripts/storage.sh" # choose_storage_driver
 
 # as_owner CMD...: as the service's owner (root, or the rootless user with its runtime directory).
 as_owner() {
@@ -99,11 +100,6 @@ start)
   mkdir -p "$dir"
   echo "$mode" >"$dir/mode"
   command -v podman >/dev/null || skip "podman is not installed (Debian: apt-get install podman)"
-  driver=overlay
-  if [ "$(stat -fc %T "$dir")" = overlayfs ]; then
-    driver=vfs # overlay storage cannot sit on an overlay filesystem (a container's root, as in the clean room)
-    note "podman ($mode): $dir is on overlayfs, where overlay storage cannot be: vfs"
-  fi
   runtime=crun
   if [ "$(stat -fc %T /sys/fs/cgroup)" != cgroup2fs ] && [ -d /sys/fs/cgroup/unified ]; then
     command -v runc >/dev/null || skip "hybrid cgroups, which crun refuses, and no runc"
@@ -143,6 +139,11 @@ start)
   else
     echo "$(id -u):$(id -g)" >"$dir/user"
     mkdir -p "$dir/home"
+    # overlay where the kernel mounts one in this directory (never through fuse-overlayfs, whose /dev/fuse a
+    # CI container lacks), else vfs.
+    choose_storage_driver "$dir/root" overlay
+    driver=$STORAGE_DRIVER
+    note "podman ($mode): storage $driver: $STORAGE_WHY"
   fi
   touch "$dir/run-args"
   # A first start with small limits for every container, to read the limits conmon (whose children the

@@ -36,6 +36,8 @@ bridge_address=${MAKA_EVAL_ENGINE_BRIDGE_ADDRESS:-198.18.213.1/24}
 
 # alive PID, stop_pid PID
 source "$(dirname "$0")/service_lib.sh"
+# choose_storage_driver: overlay2 where its data root can hold an overlay mount, else vfs (never fuse-overlayfs)
+source "$(dirname "$0")/../../scripts/storage.sh"
 
 # launch_dockerd: this engine's dockerd in the background (port from DIR/port), and wait until it answers on its
 # unix socket; up=1 when it did.
@@ -43,7 +45,9 @@ local_docker() { docker -H "unix://$dir/docker.sock" "$@"; }
 launch_dockerd() {
   local port
   port=$(cat "$dir/port")
-  dockerd --data-root "$dir/data" --exec-root "$dir/exec" --pidfile "$dir/dockerd.pid" \
+  choose_storage_driver "$dir/data" overlay2
+  echo "tls engine: storage driver $STORAGE_DRIVER: $STORAGE_WHY" | tee -a "$dir/dockerd.log"
+  dockerd --storage-driver "$STORAGE_DRIVER" --data-root "$dir/data" --exec-root "$dir/exec" --pidfile "$dir/dockerd.pid" \
     --host "unix://$dir/docker.sock" --host "tcp://127.0.0.1:$port" --host "tcp://127.0.0.2:$port" \
     --tlsverify --tlscacert "$dir/pki/ca.pem" --tlscert "$dir/pki/server.pem" --tlskey "$dir/pki/server-key.pem" \
     --bridge "$bridge" --iptables=false --ip6tables=false >>"$dir/dockerd.log" 2>&1 &
