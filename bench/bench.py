@@ -29,6 +29,10 @@ the same run. Measurements (issue targets in brackets):
      `docker exec … true` through the same CLI; calls on the environment object per trial [3 warm, <= 4 cold]
   9. Podman's Docker-compatible API, rootful and rootless (tests/e2e/podman_service.sh's services), beside
      Docker in the same run: cold and warm trials against a bare exec through each engine's API; engine calls
+  1c. the cold trial as production runs it: `connect` driven over TCP by an orchestrator here, a frame-printing
+     subject, a fresh container per trial, >= 41 rounds, each round a bare exec of the same subject, a trial of
+     this build and (--against BUILD) one of another build, in rotating order [<= 1.1x the bare exec, <= 1.0x
+     the other build]; the phase log's timings of this build (medians)
   8. with --against BUILD (`--only versus`): warm and cold trials of this build against another build's relay,
      alternated in one run (a change's cost, e.g. against a worktree of the commit before it)
 """
@@ -39,6 +43,7 @@ import os
 import random
 import resource
 import signal
+import socket
 import shutil
 import statistics
 import string
@@ -464,6 +469,98 @@ def cold(relay, repeats, rows):
                      f"{statistics.median(calls):.0f} engine calls (target ≤ 4)"))
 
 
+RESULT_TOKEN = "0123456789abcdef0123456789abcdef"
+
+
+def frame_line(build, payload):
+    """A result frame for `payload`, made by the helper's own `frame` command (the subject prints it)."""
+    return subprocess.run([f"{build}/in_container/maka-eval-helper", "frame", payload], capture_output=True,
+                          text=True, check=True, env={"MAKA_EVAL_RESULT_TOKEN": RESULT_TOKEN}).stdout.strip()
+
+
+def connect_trial(relay, container, script, payload):
+    """One trial as production runs it: `maka-eval-relay connect` to an orchestrator listening here on TCP
+    (ready → execute → executed → verify). Returns (wall ms from the relay's start to its exit, the relay's
+    phases)."""
+    token = "bench-" + uuid.uuid4().hex
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        server.settimeout(60)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "MAKA_EVAL_RELAY_TOKEN": token}
+        begun = time.monotonic()
+        proc = subprocess.Popen([relay, "connect", "--host", "127.0.0.1", "--port", str(server.getsockname()[1]),
+                                 "--env", f"docker:{container}", "--log-format", "json"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+        conn, _ = server.accept()
+        with conn, conn.makefile("rwb") as wire:
+            ready = json.loads(wire.readline())
+            assert ready["kind"] == "ready", ready
+            wire.write(json.dumps({"token": token, "kind": "execute", "command": "sh", "args": ["-c", script],
+                                   "environment": {}, "credentials": {}, "resultToken": RESULT_TOKEN,
+                                   "captureStdout": True}, separators=(",", ":")).encode() + b"\n")
+            wire.flush()
+            executed = json.loads(wire.readline())
+            assert executed["exitCode"] == 0 and executed["stdout"] == payload, executed
+            wire.write(json.dumps({"token": token, "kind": "verify"}, separators=(",", ":")).encode() + b"\n")
+            wire.flush()
+            _, err = proc.communicate()
+    wall = (time.monotonic() - begun) * 1000
+    assert proc.returncode == 0, (proc.returncode, err[-2000:])
+    return wall, phases(err)
+
+
+def cold_connect(build, relay, other, rounds, rows):
+    """The cold trial as production runs it (issue 52's measure): `connect` driven by an orchestrator over
+    TCP, a fresh container per trial with the helper installed by the relay, the subject printing a result
+    frame; paired round by round with a bare CLI `docker exec` of the same subject in a fresh container and,
+    when given (--against), with another build's relay; the order of the three rotates each round."""
+    payload = '{"status":"completed","score":1}'
+    script = "printf '%s\\n' '" + frame_line(build, payload) + "'"
+    relays = {"this build": relay}
+    if other:
+        relays[f"the other build ({os.path.dirname(os.path.dirname(other))})"] = other
+    walls = {label: [] for label in relays}
+    bare, spans = [], {}
+
+    def bare_exec(i):
+        c = Container(f"maka-bench-coldc-bare{i}")
+        try:
+            begun = time.monotonic()
+            out = docker("exec", c.name, "sh", "-c", script).stdout
+            bare.append((time.monotonic() - begun) * 1000)
+            assert "MAKA-EVAL-RESULT-V1" in out, out
+        finally:
+            c.remove()
+
+    def trial(label, r, i):
+        c = Container(f"maka-bench-coldc-{len(walls[label])}-{i}-{uuid.uuid4().hex[:6]}")
+        try:
+            wall, ph = connect_trial(r, c.name, script, payload)
+            walls[label].append(wall)
+            if label == "this build":
+                for name, entry in ph.items():
+                    if "ms" in entry:
+                        spans.setdefault(name, []).append(float(entry["ms"]))
+        finally:
+            c.remove()
+
+    steps = [lambda i: bare_exec(i)] + [lambda i, l=l, r=r: trial(l, r, i) for l, r in relays.items()]
+    for i in range(rounds):
+        for k in range(len(steps)):
+            steps[(i + k) % len(steps)](i)
+    base = statistics.median(bare)
+    rows.append(("bare `docker exec` of a frame-printing subject, fresh container (connect baseline)",
+                 fmt(bare, "ms"), f"{rounds} rounds"))
+    for label, w in walls.items():
+        note = f"{statistics.median(w) / base:.2f}× the bare exec (target ≤ 1.1×)"
+        if label != "this build":
+            note += "; this build: " + \
+                f"{statistics.median(walls['this build']) / statistics.median(w):.3f}× it (target ≤ 1.0×)"
+        rows.append((f"cold trial through `connect`, frame-printing subject, {label}", fmt(w, "ms"), note))
+    if spans:
+        shown = ", ".join(f"{n} {statistics.median(v):.1f}" for n, v in spans.items())
+        rows.append(("… this build's phases (ms since the relay's start, medians)", shown, ""))
+
+
 def versus(relay, other, repeats, rows):
     """This build against another (--against BUILD, e.g. a worktree of the previous commit), alternated in
     one run so both see the same engine: a warm trial in one container (each relay's helper installed
@@ -726,18 +823,20 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", required=True)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
-    parser.add_argument("--only", help="one measurement: overhead, cold, cancel, capture, memory, masking, credentials, concurrent, "
+    parser.add_argument("--only", help="one measurement: overhead, cold, cold-connect, cancel, capture, memory, masking, credentials, concurrent, "
                                        "size, projection, tls, bridge, podman, versus")
     parser.add_argument("--concurrent", type=int, default=128, help="trials at once in `concurrent` (128)")
-    parser.add_argument("--against", help="another build directory: `--only versus` compares warm and cold "
-                                          "trials with its relay")
+    parser.add_argument("--against", help="another build directory: `versus` compares warm and cold trials "
+                                          "with its relay, and `cold-connect` pairs it in every round")
     args = parser.parse_args()
     relay = f"{args.build}/relay/maka-eval-relay"
     repeats = 5 if args.quick else 15
     rows = []
+    other = f"{args.against}/relay/maka-eval-relay" if args.against else None
     measurements = {
         "overhead": lambda: overhead(args.build, relay, repeats, rows),
         "cold": lambda: cold(relay, repeats, rows),
+        "cold-connect": lambda: cold_connect(args.build, relay, other, 11 if args.quick else 41, rows),
         "cancel": lambda: cancel(relay, 3 if args.quick else 5, rows),
         "capture": lambda: capture(relay, 3 if args.quick else 5, rows),
         "memory": lambda: memory(relay, rows),
