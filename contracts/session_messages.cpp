@@ -229,6 +229,11 @@ struct to_json_visitor {
             }
             out["mask"] = std::move(names);
         }
+        if (m.input != subject_input::none) {
+            out["stdin"] = to_string(m.input);
+            out["rows"] = m.rows;
+            out["cols"] = m.cols;
+        }
         return out;
     }
     json::object operator()(const cancel_request& m) const {
@@ -284,10 +289,40 @@ struct to_json_visitor {
     json::object operator()(const heartbeat_message&) const {
         return {{"kind", "heartbeat"}, {"version", session_protocol_version}};
     }
+    json::object operator()(const input_message& m) const {
+        json::object out{{"kind", "input"}, {"version", session_protocol_version}};
+        if (m.eof) {
+            out["eof"] = true;
+        } else {
+            out["data"] = python::b64encode(m.data);
+        }
+        return out;
+    }
+    json::object operator()(const input_taken_message& m) const {
+        return {{"kind", "input-taken"}, {"version", session_protocol_version}, {"bytes", m.bytes}};
+    }
+    json::object operator()(const resize_message& m) const {
+        return {
+            {"kind", "resize"}, {"version", session_protocol_version}, {"rows", m.rows}, {"cols", m.cols}};
+    }
     json::object operator()(const pinned_message& m) const {
         return {{"kind", "pinned"}, {"version", session_protocol_version}, {"ip", m.ip}, {"host", m.host}};
     }
 };
+
+constexpr name_table<subject_input, 3> input_names = {{
+    {subject_input::none, "none"},
+    {subject_input::pipe, "pipe"},
+    {subject_input::tty, "tty"},
+}};
+
+// "" (absent) is none: what every helper before `stdin` ran with.
+std::optional<subject_input> subject_input_from(std::string_view text) {
+    if (text.empty()) {
+        return subject_input::none;
+    }
+    return value_in(input_names, text);
+}
 
 constexpr name_table<helper_fault, 8> fault_names = {{
     {helper_fault::bad_request, "bad-request"},
@@ -318,6 +353,10 @@ boost::system::error_code make_error_code(session_error e) noexcept {
 
 std::string_view to_string(helper_fault value) {
     return name_in(fault_names, value, "internal-error");
+}
+
+std::string_view to_string(subject_input value) {
+    return name_in(input_names, value, "none");
 }
 
 std::optional<helper_fault> helper_fault_from_string(std::string_view text) {
@@ -446,6 +485,14 @@ std::string serialize_run(const run_request& m) {
         key("mask");
         text_list(m.mask);
     }
+    if (m.input != subject_input::none) { // absent otherwise: the line stays what older helpers read
+        key("stdin");
+        append_wire_string(out, to_string(m.input));
+        key("rows");
+        out.append(std::to_string(m.rows));
+        key("cols");
+        out.append(std::to_string(m.cols));
+    }
     out.append("}\n");
     return out;
 }
@@ -472,6 +519,14 @@ std::string serialize(const session_message& message) {
     }
     if (const auto* run = std::get_if<run_request>(&message)) {
         return serialize_run(*run);
+    }
+    // `input` carries a forwarded stdin (run -i), up to thousands of lines a second: built directly too
+    // (base64 needs no escaping).
+    if (const auto* input = std::get_if<input_message>(&message); input != nullptr && !input->eof) {
+        std::string line =
+            R"({"kind":"input","version":)" + std::to_string(session_protocol_version) + R"(,"data":")";
+        line.append(python::b64encode(input->data)).append("\"}\n");
+        return line;
     }
     return to_wire(to_json(message)) + "\n";
 }
@@ -521,6 +576,13 @@ boost::system::result<session_message, failure> from_json(const json::object& ob
         m.shared_pid_namespace = r.boolean("sharedPidNamespace", false);
         m.follow = r.boolean("follow", false);
         m.mask = r.strings("mask", false);
+        const auto input = subject_input_from(r.text("stdin", false));
+        if (!input) {
+            r.fail("stdin");
+        }
+        m.input = input.value_or(subject_input::none);
+        m.rows = static_cast<std::uint16_t>(r.integer("rows", 0, 65535, 0));
+        m.cols = static_cast<std::uint16_t>(r.integer("cols", 0, 65535, 0));
         if (r.ok() && m.argv.empty()) {
             r.fail("argv");
         }
@@ -602,6 +664,22 @@ boost::system::result<session_message, failure> from_json(const json::object& ob
         out = std::move(m);
     } else if (kind == "heartbeat") {
         out = heartbeat_message{};
+    } else if (kind == "input") {
+        input_message m;
+        m.eof = r.boolean("eof", false);
+        const auto data = r.text("data", false);
+        auto decoded = python::b64decode_standard(data);
+        if (!decoded || decoded->size() > input_chunk_bytes || (m.eof && !decoded->empty())) {
+            r.fail("data");
+        } else {
+            m.data = std::move(*decoded);
+        }
+        out = std::move(m);
+    } else if (kind == "input-taken") {
+        out = input_taken_message{r.count("bytes")};
+    } else if (kind == "resize") {
+        out = resize_message{static_cast<std::uint16_t>(r.integer("rows", 0, 65535)),
+                             static_cast<std::uint16_t>(r.integer("cols", 0, 65535))};
     } else {
         return failure{session_error::unknown_kind, kind};
     }

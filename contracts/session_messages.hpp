@@ -1,10 +1,11 @@
 // The relay ⇄ helper session: NDJSON over the helper's stdin/stdout (its stderr is a log).
 //
 // Every message carries `kind` and the protocol `version`. Helper → relay: hello, started, exited, settled,
-// error, heartbeat, output (only when `run` asked to follow) and `pinned` from the pin-proxy subcommand.
-// Relay → helper: run, cancel. The `run` request is the only place secrets travel (environment, credentials,
-// result token), which is why it is never logged and never written to a file the helper keeps. Parsing names
-// the first bad field, so either side can answer a malformed message with a precise `error`.
+// error, heartbeat, output (only when `run` asked to follow), input-taken (when `run` asked for input) and
+// `pinned` from the pin-proxy subcommand. Relay → helper: run, cancel, input, resize. The `run` request is
+// the only place secrets travel (environment, credentials, result token), which is why it is never logged and
+// never written to a file the helper keeps. Parsing names the first bad field, so either side can answer a
+// malformed message with a precise `error`.
 #pragma once
 
 #include "contracts/defaults.hpp"
@@ -61,6 +62,9 @@ struct hello_message {
     std::uint32_t heartbeat_ms = 0;
 };
 
+enum class subject_input { none, pipe, tty };
+[[nodiscard]] std::string_view to_string(subject_input value);
+
 struct run_request {
     std::vector<std::string> argv;
     std::string cwd; // empty: the helper's own
@@ -90,9 +94,35 @@ struct run_request {
     // Names of `environment` entries whose values are masked out of the subject's output (artifacts and
     // live output), as the credentials' values always are (secret_mask.hpp).
     std::vector<std::string> mask;
+    // What the subject's stdin is (run -i, -t): /dev/null as the original gave it, a pipe the relay feeds
+    // through `input`, or a pseudo-terminal the helper makes (its own session, the terminal as its
+    // controlling one, stdout and stderr merged into it) with `rows` × `cols` as its first window size.
+    subject_input input = subject_input::none;
+    std::uint16_t rows = 0;
+    std::uint16_t cols = 0;
 };
 
 inline constexpr std::size_t stderr_tail_bytes = 1024;
+
+// Relay → helper, after `run` asked for input: bytes for the subject's stdin (base64 in `data`), or its EOF.
+// The relay never has more than input_window_bytes sent and not yet taken (`input-taken` says what the
+// helper wrote on to the subject), so the helper holds at most that much and reads its control pipe at once
+// whatever the subject does with its stdin: a `cancel` is never stuck behind input.
+struct input_message {
+    std::string data;
+    bool eof = false;
+};
+inline constexpr std::size_t input_chunk_bytes = std::size_t{32} << 10U;
+inline constexpr std::size_t input_window_bytes = std::size_t{1} << 20U;
+// Helper → relay: this many more bytes of input went to the subject (written to its pipe or terminal).
+struct input_taken_message {
+    std::uint64_t bytes = 0;
+};
+// Relay → helper: the terminal's new window size (run -t, on SIGWINCH); the kernel tells the subject.
+struct resize_message {
+    std::uint16_t rows = 0;
+    std::uint16_t cols = 0;
+};
 
 struct cancel_request {
     std::string reason; // "cancel" | "relay-gone" …, for the report
@@ -204,9 +234,9 @@ struct pinned_message {
     std::string host;
 };
 
-using session_message =
-    std::variant<hello_message, run_request, cancel_request, started_message, report_message, error_message,
-                 pinned_message, heartbeat_message, output_message>;
+using session_message = std::variant<hello_message, run_request, cancel_request, started_message,
+                                     report_message, error_message, pinned_message, heartbeat_message,
+                                     output_message, input_message, input_taken_message, resize_message>;
 
 [[nodiscard]] std::string serialize(const session_message& message); // one line with "\n"
 [[nodiscard]] boost::json::object to_json(const session_message& message);

@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <optional>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -105,6 +106,11 @@ std::optional<std::string> first_refused_directory(const std::string& path) {
     ::setsid();
     if (::dup2(null_fd, STDIN_FILENO) < 0 || ::dup2(plan.stdout_fd, STDOUT_FILENO) < 0 ||
         ::dup2(plan.stderr_fd, STDERR_FILENO) < 0) {
+        report_and_exit(status_fd, 'E', errno, 126);
+    }
+    // A terminal on stdin (run -t) becomes the new session's controlling terminal, as `docker exec -t`
+    // makes it: the subject is its foreground group, Ctrl-C reaches it as SIGINT, /dev/tty opens.
+    if (::isatty(STDIN_FILENO) == 1 && ::ioctl(STDIN_FILENO, TIOCSCTTY, 0) != 0) {
         report_and_exit(status_fd, 'E', errno, 126);
     }
     ::umask(077);
@@ -257,6 +263,7 @@ spawn_outcome spawn_subject(const spawn_plan& plan) {
         launcher_argv.push_back(const_cast<char*>(arg.c_str()));
     }
     launcher_argv.push_back(nullptr);
+    const int stdin_fd = plan.stdin_fd >= 0 ? plan.stdin_fd : null_fd.get();
     const pid_t pid = !null_fd ? -1 : ::fork();
     if (pid == 0) {
         // The launcher: a fresh exec of this binary forks the subject, so that what the subject's
@@ -266,7 +273,7 @@ spawn_outcome spawn_subject(const spawn_plan& plan) {
         // status pipe and the scope directory stay open across the exec, nothing else does.
         ::close(status_pipe.read.get());
         const int status_fd = status_pipe.write.get();
-        if (::dup2(null_fd.get(), STDIN_FILENO) < 0 || ::dup2(plan.stdout_fd, STDOUT_FILENO) < 0 ||
+        if (::dup2(stdin_fd, STDIN_FILENO) < 0 || ::dup2(plan.stdout_fd, STDOUT_FILENO) < 0 ||
             ::dup2(plan.stderr_fd, STDERR_FILENO) < 0) {
             report_and_exit(status_fd, 'F', errno, 126);
         }
@@ -278,7 +285,7 @@ spawn_outcome spawn_subject(const spawn_plan& plan) {
         (void)::fcntl(status_fd, F_SETFD, FD_CLOEXEC);
         (void)::fcntl(plan.scope_directory, F_SETFD, FD_CLOEXEC);
         (void)send_status(status_fd, 'P', ::getpid());
-        child(plan, status_fd, null_fd.get(), argv, envp, candidates, groups);
+        child(plan, status_fd, stdin_fd, argv, envp, candidates, groups);
     }
     const int fork_error = errno;
     status_pipe.write = posix::unique_fd(); // the launcher's and the subject's ends alone keep it open

@@ -1,4 +1,5 @@
-// Starting the subject: fork, and in the child setsid, stdin from /dev/null, umask 077, publish the scope
+// Starting the subject: fork, and in the child setsid, stdin from /dev/null (or the pipe or terminal run -i
+// and -t forward; a terminal becomes its controlling one), umask 077, publish the scope
 // file (still as the supervisor, into its root-only directory), take on the subject's identity, cwd, exec.
 // The subject never starts unless its scope is published (the original's C7 guarantee).
 //
@@ -27,6 +28,7 @@ struct spawn_plan {
     std::string cwd;                      // empty: inherit
     int scope_directory = -1;             // where the scope record goes (opened without following links) …
     std::string scope_name;               // … and its name there
+    int stdin_fd = -1;                    // the child's stdin (a pipe, a terminal); -1: /dev/null
     int stdout_fd = -1;                   // the child's stdout (a pipe's write end or /dev/null)
     int stderr_fd = -1;
     pid_t supervisor = 0;

@@ -19,6 +19,7 @@
 #include "in_container/scope_file.hpp"
 #include "in_container/signals.hpp"
 #include "in_container/spawn.hpp"
+#include "in_container/subject_input.hpp"
 #include "in_container/subject_tree.hpp"
 #include "in_container/trial_artifacts.hpp"
 #include "in_container/usage_meter.hpp"
@@ -87,6 +88,8 @@ class supervision {
     void process_control(); // the lines already buffered
     void on_children();
     void on_stream(captured_stream& stream, bool is_stdout);
+    // Bytes that went on to the subject's stdin, said to the relay so that it may send more.
+    void report_taken(std::uint64_t bytes) const;
     void on_timer(clock_type::time_point now);
     // The settle state machine: running → terminating (TERM grace) → killing (KILL grace) → draining →
     // done; a subject that exits on its own goes running → draining → done.
@@ -132,6 +135,7 @@ class supervision {
     std::optional<std::string> state_directory_; // root-only, when we are root
     pid_t drainer_ = -1;
     std::optional<follow_output> follow_; // session mode with `follow`: output to the relay as it comes
+    subject_input input_;                 // run -i / -t: the subject's stdin the relay feeds
     posix::unique_fd lock_fd_;            // one trial at a time (lock_trial), held while we supervise
     scope_place scope_;                   // the scope record's directory (opened without links) and name
 };
@@ -289,6 +293,10 @@ boost::system::result<report_message, supervision_error> supervision::run() {
     }
     // captureStdout:false sends stdout where the original's `>/dev/null` sent it.
     posix::unique_fd null_fd(request_.capture_stdout ? -1 : open_retry("/dev/null", O_WRONLY));
+    auto subject_end = input_.open(request_.input, request_.rows, request_.cols, identity_);
+    if (!subject_end) {
+        return supervision_error{contracts::helper_fault::spawn_failed, subject_end.error()};
+    }
     const auto self = read_status(::getpid());
     spawn_plan plan;
     plan.argv = request_.argv;
@@ -298,6 +306,14 @@ boost::system::result<report_message, supervision_error> supervision::run() {
     plan.scope_name = scope_.name;
     plan.stdout_fd = request_.capture_stdout ? out_pipe.write.get() : null_fd.get();
     plan.stderr_fd = err_pipe.write.get();
+    plan.stdin_fd = subject_end->get();
+    if (input_.is_terminal()) {
+        // One terminal for all three, as `docker exec -t` gives it: what the subject writes there is read
+        // from the master as its stdout (merged with stderr and the echo); the stderr pipe ends at once.
+        plan.stdout_fd = plan.stderr_fd = subject_end->get();
+        out_pipe.write = posix::unique_fd();
+        out_pipe.read = posix::unique_fd(::fcntl(input_.master(), F_DUPFD_CLOEXEC, 0));
+    }
     plan.supervisor = ::getpid();
     plan.supervisor_start = self ? self->start_time : 0;
     plan.identity = identity_;
@@ -333,6 +349,7 @@ boost::system::result<report_message, supervision_error> supervision::run() {
     out_pipe.write = posix::unique_fd();
     err_pipe.write = posix::unique_fd();
     null_fd = posix::unique_fd();
+    *subject_end = posix::unique_fd();
     artifacts_.out.fd = out_pipe.read.release();
     artifacts_.err.fd = err_pipe.read.release();
     if (spawned_.status == spawn_status::fork_failed) {
@@ -400,13 +417,14 @@ void supervision::loop() {
             timeout = timeout < 0 ? usage_meter::census_interval_ms
                                   : std::min(timeout, usage_meter::census_interval_ms);
         }
-        pollfd fds[5] = {
+        pollfd fds[6] = {
             {io_.signal_fd, POLLIN, 0},
             {io_.control != nullptr && !io_.control->at_eof() ? io_.control->fd() : -1, POLLIN, 0},
             {artifacts_.out.fd, POLLIN, 0},
             {artifacts_.err.fd, POLLIN, 0},
-            {forks_.fd(), POLLIN, 0}};
-        const int ready = ::poll(fds, 5, timeout);
+            {forks_.fd(), POLLIN, 0},
+            {input_.writable_fd(), POLLOUT, 0}};
+        const int ready = ::poll(fds, 6, timeout);
         if (ready < 0 && errno != EINTR) {
             throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
         }
@@ -424,6 +442,9 @@ void supervision::loop() {
         }
         if (fds[3].fd >= 0 && fds[3].revents != 0) {
             on_stream(artifacts_.err, false);
+        }
+        if (fds[5].fd >= 0 && fds[5].revents != 0) {
+            report_taken(input_.on_writable());
         }
         const auto now = clock_type::now();
         if (counting && now >= next_census) {
@@ -479,6 +500,10 @@ void supervision::process_control() {
                 contracts::error_message{contracts::helper_fault::bad_request, message.error().message()});
         } else if (const auto* cancel = std::get_if<contracts::cancel_request>(&*message)) {
             settle(cancel->reason.empty() ? "cancel" : cancel->reason);
+        } else if (const auto* input = std::get_if<contracts::input_message>(&*message)) {
+            report_taken(input_.add(*input));
+        } else if (const auto* size = std::get_if<contracts::resize_message>(&*message)) {
+            input_.resize(size->rows, size->cols);
         } else if (std::holds_alternative<contracts::run_request>(*message)) {
             io_.emit(contracts::error_message{contracts::helper_fault::busy,
                                               "a subject is already running in this session"});
@@ -567,10 +592,17 @@ void supervision::start_draining(std::uint32_t ms) {
 void supervision::on_stream(captured_stream& stream, bool is_stdout) {
     char* buffer = read_buffer_.get();
     const ssize_t got = posix::read_retry(stream.fd, buffer, capture_chunk_bytes);
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        return; // a terminal's master (non-blocking) woke us for nothing
+    }
     std::string_view shown;
     bool kept = true;
     if (got <= 0) {
+        // A pipe's EOF, or a terminal's EIO once no process holds its slave.
         stream.close_pipe();
+        if (is_stdout) {
+            input_.terminal_closed();
+        }
         kept = stream.finish(shown);
     } else {
         const std::string_view chunk(buffer, static_cast<std::size_t>(got));
@@ -587,6 +619,12 @@ void supervision::on_stream(captured_stream& stream, bool is_stdout) {
         follow_->offer(is_stdout ? contracts::output_stream_name::stdout_stream
                                  : contracts::output_stream_name::stderr_stream,
                        shown);
+    }
+}
+
+void supervision::report_taken(std::uint64_t bytes) const {
+    if (bytes > 0 && io_.emit) {
+        io_.emit(contracts::input_taken_message{bytes});
     }
 }
 

@@ -28,9 +28,10 @@ ensure_packages() {
 BUILD_PACKAGES=(g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev libssl-dev doctest-dev python3 file)
 # What the full test command needs on top: clang for the sanitizer and fuzz builds, the linters, the engine,
 # the openssl and ip commands (the TLS engine's certificates and bridge), and Podman with what its rootless
-# mode needs, and procps for the service script's ps, pgrep and pkill (tests/e2e/podman_service.sh).
+# mode needs, procps for the service script's ps, pgrep and pkill (tests/e2e/podman_service.sh), and tmux,
+# which types at run -it as a person would (tests/e2e/terminal_test.sh).
 TEST_PACKAGES=(clang-14 libclang-rt-14-dev clang-format-14 clang-tidy-14 docker.io busybox-static openssl iproute2
-  podman catatonit uidmap slirp4netns fuse-overlayfs procps)
+  podman catatonit uidmap slirp4netns fuse-overlayfs procps tmux)
 
 # build_preset NAME [TARGET...]
 build_preset() {

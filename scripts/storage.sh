@@ -23,6 +23,7 @@ choose_storage_driver() {
     STORAGE_DRIVER=$overlay
     STORAGE_WHY="an overlay mount works in $root ($fs)"
   else
+    error=${error%%$'\n'*} # mount's first line; the second points at dmesg
     STORAGE_DRIVER=vfs
     STORAGE_WHY="an overlay mount fails in $root ($fs: ${error##*: }); vfs works on any filesystem"
   fi

@@ -7,6 +7,7 @@
 #include "relay/backends/factory.hpp"
 #include "relay/cli/loopback_orchestrator.hpp"
 #include "relay/cli/options.hpp"
+#include "relay/cli/raw_terminal.hpp"
 #include "relay/cli/run_transcript.hpp"
 #include "relay/engine/docker_api.hpp"
 #include "relay/support/exit_codes.hpp"
@@ -21,6 +22,7 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <boost/asio/co_spawn.hpp>
@@ -171,6 +173,15 @@ std::string remove_work_dir(const std::string& artifacts) {
     return failed ? artifacts + " (could not be removed: " + failed.message() + ")" : "(removed: --rm)";
 }
 
+// A pipe or a file on stdin that -i would forward: said once, since the subject reads /dev/null instead.
+void say_stdin_not_forwarded() {
+    struct stat info {};
+    if (::fstat(STDIN_FILENO, &info) == 0 && (S_ISFIFO(info.st_mode) || S_ISREG(info.st_mode))) {
+        std::cerr << "maka-eval-relay: stdin is a " << (S_ISFIFO(info.st_mode) ? "pipe" : "file")
+                  << " and is not forwarded: the subject's stdin is /dev/null (-i forwards it)\n";
+    }
+}
+
 int run_command(std::span<const std::string_view> args) {
     if (asks_help(args, "run")) {
         return exit_success;
@@ -193,9 +204,10 @@ int run_command(std::span<const std::string_view> args) {
             seen.failure = "the loopback orchestrator failed: " + exception_text(error);
         }
     });
-    phase_log log(options->common.log, options->common.quiet);
+    // With a terminal the phase lines would land in the middle of the subject's screen: errors only.
+    phase_log log(options->common.log, options->common.quiet || (options->tty && !options->json));
     std::optional<follow_sink> follow;
-    if (options->follow.value_or(!options->json && ::isatty(STDOUT_FILENO) == 1)) {
+    if (options->tty || options->follow.value_or(!options->json && ::isatty(STDOUT_FILENO) == 1)) {
         // With --json, stdout holds the JSON object alone: the subject's stdout is shown on stderr.
         follow.emplace(context.get_executor(), log, options->json ? STDERR_FILENO : STDOUT_FILENO,
                        STDERR_FILENO);
@@ -206,7 +218,17 @@ int run_command(std::span<const std::string_view> args) {
     config.token = token;
     config.instruction = options->instruction;
     config.follow = follow ? &*follow : nullptr;
+    config.input = options->tty           ? contracts::subject_input::tty
+                   : options->interactive ? contracts::subject_input::pipe
+                                          : contracts::subject_input::none;
+    config.input_fd = options->interactive ? STDIN_FILENO : -1;
+    if (!options->interactive) {
+        say_stdin_not_forwarded();
+    }
+    auto raw = options->tty && options->interactive ? raw_terminal::enter(STDIN_FILENO) : std::nullopt;
+    config.terminal_fd = raw ? STDIN_FILENO : -1;
     const auto outcome = drive(context, config, *env, log);
+    raw.reset(); // before anything more is printed
     contracts::wipe_values(options->common.task_environment);
     contracts::wipe_values(config.task_environment);
     const std::string artifacts = env->artifacts_dir();

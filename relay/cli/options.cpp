@@ -253,6 +253,53 @@ const std::vector<option_row>& option_table() {
              to.run->follow = name == "--follow";
              return {};
          }},
+        {"-i, --interactive",
+         "",
+         run_command,
+         "the relay's stdin is the subject's, forwarded as it arrives (EOF included); without it the "
+         "subject's\n"
+         "stdin is /dev/null, as under the orchestrator",
+         {},
+         [](parse_target& to, std::string_view, std::string_view) -> result<void, relay_error> {
+             to.run->interactive = true;
+             return {};
+         }},
+        {"-t, --tty",
+         "",
+         run_command,
+         "a pseudo-terminal for the subject in its environment, as docker exec -t gives (its own session "
+         "and\n"
+         "controlling terminal; stdout and stderr merged into it, then masked, captured and frame-decoded "
+         "as\n"
+         "stdout); this terminal is put in raw mode and restored on every exit; Ctrl-] three times cancels\n"
+         "the trial. Implies --follow. Not on the bridge",
+         {},
+         [](parse_target& to, std::string_view, std::string_view) -> result<void, relay_error> {
+             to.run->tty = true;
+             return {};
+         }},
+        {"-it, -ti",
+         "",
+         run_command,
+         "-i and -t together",
+         {},
+         [](parse_target& to, std::string_view, std::string_view) -> result<void, relay_error> {
+             to.run->interactive = to.run->tty = true;
+             return {};
+         }},
+        {"--timeout", "DURATION", trial_commands,
+         "cancel the trial once DURATION has passed (1500ms, 30s, 5m, 1h; a bare number is seconds): the\n"
+         "subject is settled within the teardown budget and `executed` says framework_timeout",
+         "--timeout takes a duration such as 30s, 5m or 1500ms",
+         [](parse_target& to, std::string_view, std::string_view v) -> result<void, relay_error> {
+             const auto ms = parse_duration_ms(v);
+             if (!ms) {
+                 return rejected();
+             }
+             to.common.time_limit_ms = *ms;
+             to.common.time_limit_text = v;
+             return {};
+         }},
         {"--rm",
          "",
          run_command,
@@ -761,6 +808,12 @@ result<connect_options, relay_error> parse_connect(std::span<const std::string_v
 
 // What the orchestrator side would refuse after the trial started (exit 4) is a usage error here, before it.
 result<void, relay_error> check_run(const run_options& out) {
+    if ((out.interactive || out.tty) && out.common.backend == backend_kind::bridge) {
+        return relay_error{
+            relay_errc::usage,
+            "-i and -t need a backend that streams to the subject while it runs (local, docker): "
+            "the bridge's runner takes a command's input only before it starts"};
+    }
     if (out.remove_work_dir && (out.common.backend != backend_kind::local || !out.common.work_dir.empty())) {
         return relay_error{relay_errc::usage,
                            "--rm removes the work directory the local backend makes for itself: "
@@ -846,8 +899,33 @@ backend_options backend_options_of(const common_options& options) {
     return local_options{helper, subject, options.work_dir};
 }
 
+std::optional<std::uint64_t> parse_duration_ms(std::string_view text) {
+    std::uint64_t count = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), count);
+    const std::string_view unit(end, static_cast<std::size_t>(text.data() + text.size() - end));
+    std::uint64_t scale = 0;
+    if (unit.empty() || unit == "s") {
+        scale = 1000;
+    } else if (unit == "ms") {
+        scale = 1;
+    } else if (unit == "m") {
+        scale = 60'000;
+    } else if (unit == "h") {
+        scale = 3'600'000;
+    }
+    constexpr std::uint64_t most = std::uint64_t{30} * 24 * 3'600'000; // 30 days: past it, a typo
+    if (ec != std::errc() || end == text.data() || scale == 0 || count == 0 || count > most / scale) {
+        return std::nullopt;
+    }
+    return count * scale;
+}
+
 trial_config trial_config_of(const common_options& options) {
     trial_config config;
+    if (options.time_limit_ms) {
+        config.time_limit = milliseconds(*options.time_limit_ms);
+        config.time_limit_text = options.time_limit_text;
+    }
     config.graces.term = milliseconds(options.term_grace_ms);
     config.graces.kill = milliseconds(options.kill_grace_ms);
     config.teardown_budget = milliseconds(options.teardown_timeout_ms);

@@ -63,7 +63,13 @@ struct common_options {
     bool trust_reused_container = false;   // credentials may go where an earlier root subject ran
     std::vector<std::string> mask;         // --mask NAME: values masked like credentials' values
     contracts::variables task_environment; // --task-env-fd: the task's own environment, under `execute`'s
+    std::optional<std::uint64_t> time_limit_ms; // --timeout: the trial is cancelled once it elapses
+    std::string time_limit_text;                // as given, for the summary
 };
+
+// A duration as --timeout takes it: N followed by ms, s, m or h ("1500ms", "30s", "5m"); a bare N is
+// seconds, as timeout(1) reads it. nullopt for anything else, zero included.
+[[nodiscard]] std::optional<std::uint64_t> parse_duration_ms(std::string_view text);
 
 struct connect_options {
     common_options common;
@@ -81,6 +87,8 @@ struct run_options {
     bool exit_with_subject = false; // --exit-with-subject: a completed trial exits with the subject's code
     bool remove_work_dir = false;   // --rm: the local backend's own work directory goes after the trial
     bool capture_stdout = true;
+    bool interactive = false; // -i: the relay's stdin is the subject's
+    bool tty = false;         // -t: the subject gets a pseudo-terminal (the relay's own in raw mode)
     contracts::variables environment;
     contracts::variables credentials;
     std::vector<std::string> argv;

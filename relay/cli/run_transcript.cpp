@@ -113,6 +113,7 @@ void print_text(std::ostream& out, const run_summary& summary) {
     out << "artifacts   " << summary.artifacts << (summary.removed ? "" : " (kept)") << "\n"
         << "relay exit  " << code << " ("
         << (code == outcome.exit_code ? std::string(exit_name(code)) : std::string("the subject's exit code"))
+        << (code == exit_cancelled && !outcome.message.empty() ? ": " + outcome.message : std::string())
         << ")\n";
 }
 

@@ -2,6 +2,7 @@
 #include "relay/trial/follow_sink.hpp"
 
 #include "posix/io.hpp"
+#include "relay/trial/subject_stdin.hpp"
 
 #include <cerrno>
 #include <fcntl.h>
@@ -20,17 +21,6 @@ std::size_t index_of(contracts::output_stream_name stream) {
     return stream == contracts::output_stream_name::stdout_stream ? 0 : 1;
 }
 
-// A terminal or a pipe can block: it gets a description of its own, non-blocking. Anything else (a regular
-// file, /dev/null, which epoll cannot watch and which never block) is written as it is.
-int reopen_nonblocking(int fd) {
-    struct stat info {};
-    if (::fstat(fd, &info) != 0 || !(S_ISFIFO(info.st_mode) || ::isatty(fd) == 1)) {
-        return -1;
-    }
-    const std::string path = "/proc/self/fd/" + std::to_string(fd);
-    return posix::open_retry(path, O_WRONLY | O_NONBLOCK | O_NOCTTY);
-}
-
 } // namespace
 
 follow_sink::follow_sink(const boost::asio::any_io_executor& executor, phase_log& log, int out_fd, int err_fd,
@@ -39,7 +29,9 @@ follow_sink::follow_sink(const boost::asio::any_io_executor& executor, phase_log
     const std::array<int, 2> fds = {out_fd, err_fd};
     for (std::size_t i = 0; i < fds.size(); ++i) {
         targets_[i].fd = fds[i];
-        if (const int own = reopen_nonblocking(fds[i]); own >= 0) {
+        // A terminal or a pipe can block: it gets a description of its own, non-blocking. Anything else (a
+        // regular file, /dev/null, which epoll cannot watch and which never block) is written as it is.
+        if (const int own = reopen_nonblocking(fds[i], O_WRONLY); own >= 0) {
             targets_[i].stream = std::make_unique<boost::asio::posix::stream_descriptor>(executor, own);
         }
     }

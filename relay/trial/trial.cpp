@@ -19,6 +19,7 @@
 #include "relay/support/tcp_endpoints.hpp"
 #include "relay/trial/recovery_report.hpp"
 #include "relay/trial/subject_request.hpp"
+#include "relay/trial/subject_stdin.hpp"
 #include "relay/trial/teardown_budget.hpp"
 
 #include <algorithm>
@@ -26,6 +27,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <sys/ioctl.h>
 #include <variant>
 
 #include <boost/asio/as_tuple.hpp>
@@ -81,11 +83,14 @@ struct event {
         helper_message,
         helper_closed,
         signal,
+        subject_input,  // run -i / -t: bytes of the relay's stdin for the subject (`text`), or its end
+        window_changed, // run -t: the relay's terminal was resized (SIGWINCH)
     };
     kind what = kind::orchestrator_closed;
     std::string text; // the orchestrator's line, or what was wrong
     contracts::session_message message;
     int signal = 0;
+    bool eof = false; // subject_input: the relay's stdin ended
 };
 
 constexpr auto connect_timeout = milliseconds(30'000);
@@ -107,7 +112,8 @@ class trial : public std::enable_shared_from_this<trial> {
     trial(const trial_config& config, backend& env, phase_log& log, const asio::any_io_executor& executor)
         : config_(config), env_(env), log_(log), executor_(executor), events_(executor), socket_(executor),
           signals_(executor, SIGTERM, SIGINT, SIGHUP), stop_latch_(executor, clock_type::time_point::max()),
-          teardown_(config.teardown_budget) {}
+          teardown_(config.teardown_budget), input_credit_(executor, clock_type::time_point::max()),
+          time_limit_(executor, clock_type::time_point::max()), window_(executor) {}
 
     asio::awaitable<trial_outcome> run();
 
@@ -140,6 +146,15 @@ class trial : public std::enable_shared_from_this<trial> {
     asio::awaitable<void> read_orchestrator();
     asio::awaitable<void> read_helper();
     asio::awaitable<void> watch_signals();
+    // run -i / -t (subject_stdin.hpp): the relay's stdin read while the helper has room for it; the escape
+    // on a terminal; the terminal's size on SIGWINCH. --timeout: the limit's timer.
+    asio::awaitable<void> forward_input();
+    asio::awaitable<void> watch_window();
+    asio::awaitable<void> watch_time_limit();
+    // A cancellation from inside the relay (the time limit, the terminal's escape), as SIGTERM's: the
+    // subject settled within the budget, `executed` says framework_timeout; `why` ends the summary.
+    void cancel_as_timeout(std::string why, std::string phase);
+    asio::awaitable<bool> send_window_size();
     void post(event e) { events_.post(std::move(e)); }
     // Starts a reader; a failure it throws is reported, never silently dropped.
     void spawn(asio::awaitable<void> reader) {
@@ -219,6 +234,14 @@ class trial : public std::enable_shared_from_this<trial> {
     teardown_deadline teardown_;
     std::optional<contracts::subject_usage> usage_;
     std::string stderr_tail_;
+    // run -i / -t: the bytes sent to the helper and not yet taken (at most input_window_bytes); the
+    // forwarder waits on input_credit_ while the window is full.
+    std::unique_ptr<subject_stdin> stdin_;
+    std::uint64_t input_in_flight_ = 0;
+    relay_timer input_credit_;
+    relay_timer time_limit_;
+    asio::signal_set window_;
+    std::string cancelled_because_; // a cancellation from inside the relay: why
 };
 
 asio::awaitable<void> trial::watch_signals() {
@@ -239,6 +262,78 @@ asio::awaitable<void> trial::watch_signals() {
                                                          : "SIGTERM"},
                               {"means", sig == SIGINT ? "host teardown" : "cancellation"}});
         post({event::kind::signal, {}, {}, sig == SIGINT ? SIGINT : SIGTERM});
+    }
+}
+
+void trial::cancel_as_timeout(std::string why, std::string phase) {
+    if (first_signal_ != 0) {
+        return; // already cancelled: the first cause is the one reported
+    }
+    first_signal_ = SIGTERM;
+    stop_latch_.expires_at(clock_type::time_point::min());
+    log_.phase(phase, {{"why", why}, {"means", "cancellation"}});
+    cancelled_because_ = std::move(why);
+    post({event::kind::signal, {}, {}, SIGTERM});
+}
+
+asio::awaitable<void> trial::watch_time_limit() {
+    auto self = shared_from_this();
+    time_limit_.expires_after(*config_.time_limit);
+    auto [ec] = co_await time_limit_.async_wait(as_tuple(use_awaitable));
+    if (!ec && phase_ != trial_phase::done) {
+        cancel_as_timeout("the time limit of " + config_.time_limit_text + " (--timeout) elapsed", "timeout");
+    }
+}
+
+asio::awaitable<void> trial::watch_window() {
+    auto self = shared_from_this();
+    while (true) {
+        auto [ec, sig] = co_await window_.async_wait(as_tuple(use_awaitable));
+        if (ec) {
+            co_return;
+        }
+        post({event::kind::window_changed, {}, {}, sig});
+    }
+}
+
+asio::awaitable<bool> trial::send_window_size() {
+    winsize size{};
+    if (config_.terminal_fd < 0 || ::ioctl(config_.terminal_fd, TIOCGWINSZ, &size) != 0) {
+        co_return true;
+    }
+    co_return co_await session_->send(
+        contracts::serialize(contracts::resize_message{size.ws_row, size.ws_col}));
+}
+
+asio::awaitable<void> trial::forward_input() {
+    auto self = shared_from_this();
+    escape_watch escape;
+    const bool watching = config_.terminal_fd >= 0;
+    while (stdin_) {
+        while (input_in_flight_ + contracts::input_chunk_bytes > contracts::input_window_bytes) {
+            input_credit_.expires_at(clock_type::time_point::max());
+            (void)co_await input_credit_.async_wait(as_tuple(use_awaitable)); // cancelled by `input-taken`
+            if (!stdin_ || phase_ == trial_phase::done) {
+                co_return;
+            }
+        }
+        auto chunk = co_await stdin_->read(contracts::input_chunk_bytes);
+        if (!stdin_) {
+            co_return; // the trial ended while the read waited
+        }
+        if (!chunk) {
+            post({event::kind::subject_input, {}, {}, 0, true});
+            co_return;
+        }
+        std::string data = watching ? escape.pass(*chunk) : std::move(*chunk);
+        if (!data.empty()) {
+            input_in_flight_ += data.size();
+            post({event::kind::subject_input, std::move(data), {}, 0, false});
+        }
+        if (escape.escaped()) {
+            cancel_as_timeout("the terminal's escape (Ctrl-] three times)", "escape");
+            co_return;
+        }
     }
 }
 
@@ -319,6 +414,13 @@ asio::awaitable<bool> trial::send_orchestrator(std::string line) {
 
 asio::awaitable<trial_outcome> trial::run() {
     spawn(watch_signals());
+    if (config_.time_limit) {
+        spawn(watch_time_limit());
+    }
+    if (config_.terminal_fd >= 0) {
+        window_.add(SIGWINCH);
+        spawn(watch_window());
+    }
     while (phase_ != trial_phase::done) {
         phase_ = co_await step();
     }
@@ -378,6 +480,10 @@ void trial::finish() {
     socket_.shutdown(tcp::socket::shutdown_both, ignored);
     socket_.close(ignored);
     signals_.cancel(ignored);
+    window_.cancel(ignored);
+    time_limit_.cancel();
+    input_credit_.cancel();
+    stdin_.reset(); // a read still pending on the relay's stdin ends with it
     events_.close();
 }
 
@@ -639,6 +745,11 @@ asio::awaitable<trial_phase> trial::start() {
     }
     term_grace_ = fitted.term;
     auto run = make_run_request(*request_, config_, fitted, placement);
+    run.input = config_.input;
+    if (winsize size{}; config_.terminal_fd >= 0 && ::ioctl(config_.terminal_fd, TIOCGWINSZ, &size) == 0) {
+        run.rows = size.ws_row;
+        run.cols = size.ws_col;
+    }
     std::string line = contracts::serialize(run);
     contracts::wipe_values(run.environment);
     contracts::wipe_values(run.credentials);
@@ -671,6 +782,11 @@ asio::awaitable<trial_phase> trial::supervise() {
         std::optional<trial_phase> then;
         if (e->what == event::kind::helper_message) {
             then = co_await on_supervised(e->message);
+        } else if (e->what == event::kind::subject_input) {
+            contracts::input_message input{std::move(e->text), e->eof};
+            (void)co_await session_->send(contracts::serialize(input));
+        } else if (e->what == event::kind::window_changed) {
+            (void)co_await send_window_size();
         } else {
             then = co_await on_shared(*e);
         }
@@ -684,6 +800,15 @@ asio::awaitable<std::optional<trial_phase>> trial::on_supervised(const contracts
     if (const auto* started = std::get_if<contracts::started_message>(&message)) {
         pgid_ = static_cast<int>(started->pgid);
         log_.phase("started", {{"pid", std::to_string(started->pid)}});
+        if (config_.input_fd >= 0 && !stdin_) {
+            stdin_ = std::make_unique<subject_stdin>(executor_, config_.input_fd);
+            spawn(forward_input());
+        }
+        co_return std::nullopt;
+    }
+    if (const auto* taken = std::get_if<contracts::input_taken_message>(&message)) {
+        input_in_flight_ -= std::min<std::uint64_t>(input_in_flight_, taken->bytes);
+        input_credit_.cancel(); // the forwarder may read on
         co_return std::nullopt;
     }
     if (const auto* failed = std::get_if<contracts::error_message>(&message)) {
@@ -803,6 +928,8 @@ asio::awaitable<std::optional<trial_phase>> trial::on_shared(const event& e) {
         }
         co_return std::nullopt;
     case event::kind::helper_message:
+    case event::kind::subject_input:  // outside `supervising` the subject is not there to take it
+    case event::kind::window_changed: // nor a size
         break;
     }
     co_return std::nullopt;
@@ -887,7 +1014,9 @@ asio::awaitable<trial_phase> trial::after_settle(std::optional<contracts::report
             report ? report->stdout_text : std::string(), report ? report->diagnostic : missing};
     }
     const auto ended = end(host_teardown_ ? exit_host_teardown : exit_cancelled,
-                           host_teardown_ ? "host teardown" : "framework timeout");
+                           host_teardown_               ? "host teardown"
+                           : cancelled_because_.empty() ? "framework timeout"
+                                                        : "framework timeout: " + cancelled_because_);
     if (!executed || executed_sent_) {
         co_return ended;
     }

@@ -63,6 +63,16 @@ struct trial_config {
     bool keep_leftovers = false;         // leave what earlier subjects left running
     bool trust_reused_container = false; // credentials may go where an earlier root subject ran
     follow_sink* follow = nullptr;       // `--follow`: where the subject's output is shown live
+    // --timeout: the trial is cancelled as a framework timeout (as SIGTERM cancels it) once this elapses.
+    std::optional<milliseconds> time_limit;
+    std::string time_limit_text; // as given ("30s"), for what the summary says
+    // run -i / -t: the subject's stdin is this descriptor of the relay's (subject_stdin.hpp), through a pipe
+    // or a pseudo-terminal in the environment.
+    contracts::subject_input input = contracts::subject_input::none;
+    int input_fd = -1;
+    // run -t on a terminal: the relay's own, for its window size (at the start and on SIGWINCH) and the
+    // escape (Ctrl-] three times cancels the trial); -1: none.
+    int terminal_fd = -1;
 };
 
 // What happened, for the exit code and for `run`'s transcript.
