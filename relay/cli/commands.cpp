@@ -173,7 +173,8 @@ std::string remove_work_dir(const std::string& artifacts) {
     return failed ? artifacts + " (could not be removed: " + failed.message() + ")" : "(removed: --rm)";
 }
 
-// A pipe or a file on stdin that -i would forward: said once, since the subject reads /dev/null instead.
+// A pipe or a file on stdin that -i would forward: said once (not under --quiet), since the subject reads
+// /dev/null instead.
 void say_stdin_not_forwarded() {
     struct stat info {};
     if (::fstat(STDIN_FILENO, &info) == 0 && (S_ISFIFO(info.st_mode) || S_ISREG(info.st_mode))) {
@@ -222,7 +223,7 @@ int run_command(std::span<const std::string_view> args) {
                    : options->interactive ? contracts::subject_input::pipe
                                           : contracts::subject_input::none;
     config.input_fd = options->interactive ? STDIN_FILENO : -1;
-    if (!options->interactive) {
+    if (!options->interactive && !options->common.quiet) {
         say_stdin_not_forwarded();
     }
     auto raw = options->tty && options->interactive ? raw_terminal::enter(STDIN_FILENO) : std::nullopt;

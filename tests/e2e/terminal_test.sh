@@ -38,7 +38,7 @@ pipe)
   out=$(printf 'a\nb\n' | "$relay" run -i --quiet --follow -- wc -l 2>"$work/err") || fail "run -i exited $?"
   [ "$(printf '%s\n' "$out" | head -1 | tr -d ' ')" = 2 ] || fail "run -i -- wc -l printed: $out"
   ! grep -q "not forwarded" "$work/err" || fail "run -i said stdin was not forwarded"
-  out=$(printf 'a\nb\n' | "$relay" run --quiet --follow -- wc -l 2>"$work/err") || fail "run exited $?"
+  out=$(printf 'a\nb\n' | "$relay" run --follow -- wc -l 2>"$work/err") || fail "run exited $?"
   [ "$(printf '%s\n' "$out" | head -1 | tr -d ' ')" = 0 ] || fail "without -i the subject read stdin: $out"
   [ "$(grep -c "stdin is a pipe and is not forwarded" "$work/err")" = 1 ] || fail "no one-line note: $(cat "$work/err")"
   # A subject that never reads its stdin, given far more than the helper's window: the trial still ends.
