@@ -153,7 +153,7 @@ class trial : public std::enable_shared_from_this<trial> {
     asio::awaitable<void> watch_time_limit();
     // A cancellation from inside the relay (the time limit, the terminal's escape), as SIGTERM's: the
     // subject settled within the budget, `executed` says framework_timeout; `why` ends the summary.
-    void cancel_as_timeout(std::string why, std::string phase);
+    void cancel_as_timeout(std::string why, const std::string& phase);
     asio::awaitable<bool> send_window_size();
     void post(event e) { events_.post(std::move(e)); }
     // Starts a reader; a failure it throws is reported, never silently dropped.
@@ -265,7 +265,7 @@ asio::awaitable<void> trial::watch_signals() {
     }
 }
 
-void trial::cancel_as_timeout(std::string why, std::string phase) {
+void trial::cancel_as_timeout(std::string why, const std::string& phase) {
     if (first_signal_ != 0) {
         return; // already cancelled: the first cause is the one reported
     }
