@@ -57,20 +57,12 @@ void subject_input::resize(std::uint16_t rows, std::uint16_t cols) const {
 }
 
 std::uint64_t subject_input::add(const contracts::input_message& message) {
-    std::uint64_t taken = 0;
+    eof_ = eof_ || message.eof;
     if (!fd_) {
-        taken = message.data.size(); // nothing to write to: taken, so the relay's window stays open
-    } else {
-        pending_.append(message.data);
-        taken = flush();
+        return message.data.size(); // nothing to write to: taken, so the relay's window stays open
     }
-    if (message.eof) {
-        eof_ = true;
-        if (fd_ && pending_.empty() && !terminal_) {
-            fd_ = posix::unique_fd(); // the subject reads EOF
-        }
-    }
-    return taken;
+    pending_.append(message.data);
+    return flush(); // which closes a pipe once its EOF came and everything before it went
 }
 
 std::uint64_t subject_input::on_writable() {
@@ -108,7 +100,7 @@ std::uint64_t subject_input::flush() {
     pending_.clear();
     offset_ = 0;
     if (eof_ && fd_ && !terminal_) {
-        fd_ = posix::unique_fd();
+        fd_ = posix::unique_fd(); // the subject reads EOF
     }
     return taken;
 }

@@ -278,9 +278,15 @@ boost::system::result<report_message, supervision_error> supervision::run() {
     if (auto prepared = prepare(); !prepared) {
         return prepared.error();
     }
-    auto out_pipe = request_.capture_stdout ? posix::make_pipe() : posix::pipe_ends{};
+    auto subject_end = input_.open(request_.input, request_.rows, request_.cols, identity_);
+    if (!subject_end) {
+        return supervision_error{contracts::helper_fault::spawn_failed, subject_end.error()};
+    }
+    // Under a terminal, stdout is read from its master (below), not from a pipe.
+    const bool stdout_pipe = request_.capture_stdout && !input_.is_terminal();
+    auto out_pipe = stdout_pipe ? posix::make_pipe() : posix::pipe_ends{};
     auto err_pipe = posix::make_pipe();
-    if ((request_.capture_stdout && !out_pipe) || !err_pipe) {
+    if ((stdout_pipe && !out_pipe) || !err_pipe) {
         return supervision_error{contracts::helper_fault::spawn_failed,
                                  std::string("pipe: ") + std::strerror(errno)};
     }
@@ -292,11 +298,7 @@ boost::system::result<report_message, supervision_error> supervision::run() {
         }
     }
     // captureStdout:false sends stdout where the original's `>/dev/null` sent it.
-    posix::unique_fd null_fd(request_.capture_stdout ? -1 : open_retry("/dev/null", O_WRONLY));
-    auto subject_end = input_.open(request_.input, request_.rows, request_.cols, identity_);
-    if (!subject_end) {
-        return supervision_error{contracts::helper_fault::spawn_failed, subject_end.error()};
-    }
+    posix::unique_fd null_fd(stdout_pipe || input_.is_terminal() ? -1 : open_retry("/dev/null", O_WRONLY));
     const auto self = read_status(::getpid());
     spawn_plan plan;
     plan.argv = request_.argv;
@@ -311,7 +313,6 @@ boost::system::result<report_message, supervision_error> supervision::run() {
         // One terminal for all three, as `docker exec -t` gives it: what the subject writes there is read
         // from the master as its stdout (merged with stderr and the echo); the stderr pipe ends at once.
         plan.stdout_fd = plan.stderr_fd = subject_end->get();
-        out_pipe.write = posix::unique_fd();
         out_pipe.read = posix::unique_fd(::fcntl(input_.master(), F_DUPFD_CLOEXEC, 0));
     }
     plan.supervisor = ::getpid();

@@ -2,8 +2,10 @@
 #include "relay/trial/subject_request.hpp"
 
 #include "policy/capabilities.hpp"
+#include "relay/trial/subject_stdin.hpp"
 
 #include <algorithm>
+#include <tuple>
 
 namespace maka_eval::relay {
 
@@ -72,6 +74,10 @@ contracts::run_request make_run_request(const contracts::execute_request& reques
     run.artifact_limit = config.artifact_limit;
     run.keep_leftovers = config.keep_leftovers || placement.on_host;
     run.shared_pid_namespace = placement.on_host;
+    run.input = config.input;
+    if (const auto size = window_size(config.terminal_fd)) {
+        std::tie(run.rows, run.cols) = *size;
+    }
     return run;
 }
 

@@ -4,6 +4,7 @@
 #include "posix/io.hpp"
 
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,13 +44,23 @@ boost::asio::awaitable<std::optional<std::string>> subject_stdin::read(std::size
     }
     // A regular file (or what cannot be reopened): always readable, read directly; the turn is given back
     // between chunks so that the trial's other events are taken meanwhile.
+    // `fd` is copied first: the trial may end (and destroy this reader) while the turn is away.
+    const int fd = fd_;
     co_await boost::asio::post(co_await boost::asio::this_coro::executor, boost::asio::use_awaitable);
-    const ssize_t got = posix::read_retry(fd_, chunk.data(), chunk.size());
+    const ssize_t got = posix::read_retry(fd, chunk.data(), chunk.size());
     if (got <= 0) {
         co_return std::nullopt;
     }
     chunk.resize(static_cast<std::size_t>(got));
     co_return chunk;
+}
+
+std::optional<std::pair<std::uint16_t, std::uint16_t>> window_size(int fd) {
+    winsize size{};
+    if (fd < 0 || ::ioctl(fd, TIOCGWINSZ, &size) != 0) {
+        return std::nullopt;
+    }
+    return std::pair{size.ws_row, size.ws_col};
 }
 
 std::string escape_watch::pass(std::string_view typed) {

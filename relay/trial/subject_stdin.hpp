@@ -13,9 +13,11 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -51,5 +53,8 @@ class escape_watch {
 // A terminal's or pipe's descriptor reopened through /proc/self/fd as a new open file description with
 // `access` (O_RDONLY, O_WRONLY) and O_NONBLOCK; -1 for anything else (a regular file, a socket).
 [[nodiscard]] int reopen_nonblocking(int fd, int access);
+
+// A terminal's window size (rows, columns); nullopt for -1 or what is not a terminal.
+[[nodiscard]] std::optional<std::pair<std::uint16_t, std::uint16_t>> window_size(int fd);
 
 } // namespace maka_eval::relay

@@ -27,7 +27,6 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <sys/ioctl.h>
 #include <variant>
 
 #include <boost/asio/as_tuple.hpp>
@@ -154,6 +153,9 @@ class trial : public std::enable_shared_from_this<trial> {
     // A cancellation from inside the relay (the time limit, the terminal's escape), as SIGTERM's: the
     // subject settled within the budget, `executed` says framework_timeout; `why` ends the summary.
     void cancel_as_timeout(std::string why, const std::string& phase);
+    // The first cause to stop (a signal, or one of the above) is recorded and ends what unless_signalled
+    // races; false when one came before.
+    bool begin_stopping(int sig);
     asio::awaitable<bool> send_window_size();
     void post(event e) { events_.post(std::move(e)); }
     // Starts a reader; a failure it throws is reported, never silently dropped.
@@ -251,10 +253,7 @@ asio::awaitable<void> trial::watch_signals() {
         if (ec) {
             co_return;
         }
-        if (first_signal_ == 0) {
-            first_signal_ = sig;
-            stop_latch_.expires_at(clock_type::time_point::min());
-        }
+        (void)begin_stopping(sig);
         // SIGHUP (a closed terminal, a process supervisor's hang-up) is a cancellation as SIGTERM is: the
         // subject settled within the budget and reported; only SIGINT means host teardown.
         log_.phase("signal", {{"signal", sig == SIGINT   ? "SIGINT"
@@ -265,12 +264,19 @@ asio::awaitable<void> trial::watch_signals() {
     }
 }
 
-void trial::cancel_as_timeout(std::string why, const std::string& phase) {
+bool trial::begin_stopping(int sig) {
     if (first_signal_ != 0) {
+        return false;
+    }
+    first_signal_ = sig;
+    stop_latch_.expires_at(clock_type::time_point::min());
+    return true;
+}
+
+void trial::cancel_as_timeout(std::string why, const std::string& phase) {
+    if (!begin_stopping(SIGTERM)) {
         return; // already cancelled: the first cause is the one reported
     }
-    first_signal_ = SIGTERM;
-    stop_latch_.expires_at(clock_type::time_point::min());
     log_.phase(phase, {{"why", why}, {"means", "cancellation"}});
     cancelled_because_ = std::move(why);
     post({event::kind::signal, {}, {}, SIGTERM});
@@ -297,12 +303,12 @@ asio::awaitable<void> trial::watch_window() {
 }
 
 asio::awaitable<bool> trial::send_window_size() {
-    winsize size{};
-    if (config_.terminal_fd < 0 || ::ioctl(config_.terminal_fd, TIOCGWINSZ, &size) != 0) {
+    const auto size = window_size(config_.terminal_fd);
+    if (!size) {
         co_return true;
     }
     co_return co_await session_->send(
-        contracts::serialize(contracts::resize_message{size.ws_row, size.ws_col}));
+        contracts::serialize(contracts::resize_message{size->first, size->second}));
 }
 
 asio::awaitable<void> trial::forward_input() {
@@ -745,11 +751,6 @@ asio::awaitable<trial_phase> trial::start() {
     }
     term_grace_ = fitted.term;
     auto run = make_run_request(*request_, config_, fitted, placement);
-    run.input = config_.input;
-    if (winsize size{}; config_.terminal_fd >= 0 && ::ioctl(config_.terminal_fd, TIOCGWINSZ, &size) == 0) {
-        run.rows = size.ws_row;
-        run.cols = size.ws_col;
-    }
     std::string line = contracts::serialize(run);
     contracts::wipe_values(run.environment);
     contracts::wipe_values(run.credentials);
