@@ -558,7 +558,7 @@ def cold_connect(build, relay, other, rounds, rows):
         rows.append((f"cold trial through `connect`, frame-printing subject, {label}", fmt(w, "ms"), note))
     if spans:
         shown = ", ".join(f"{n} {statistics.median(v):.1f}" for n, v in spans.items())
-        rows.append(("… this build's phases (ms since the relay's start, medians)", shown, ""))
+        rows.append(("… this build's phase log (ms since the phase before, medians)", shown, ""))
 
 
 def versus(relay, other, repeats, rows):
