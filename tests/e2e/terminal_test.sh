@@ -4,7 +4,8 @@
 # typed with send-keys, the screen read with capture-pane; every wait is for text on the screen or a file,
 # bounded, never a fixed sleep.
 #   terminal_test.sh RELAY CASE      CASE: pipe | timeout | tty-local | tty-docker
-# Exit 0 passed, 1 failed (saying what), 77 skipped (saying why).
+# Exit 0 passed, 1 failed (saying what), 77 skipped (saying why). MAKA_EVAL_TEST_HELPER: the helper that goes
+# into the container (default: the relay's own).
 set -uo pipefail
 relay=${1:?usage: terminal_test.sh RELAY CASE}
 case_name=${2:?usage: terminal_test.sh RELAY CASE}
@@ -74,6 +75,9 @@ tty-local | tty-docker)
     container=maka-terminal-$$
     docker run -d --name "$container" maka-eval-test-busybox:test sleep 600 >/dev/null || fail "no container"
     env_args=(--env "docker:$container")
+    # Under the sanitizers the build's own helper is not static: the release build's goes in, as for the
+    # other end-to-end tests (tests/e2e/engine_fixture.hpp).
+    [ -z "${MAKA_EVAL_TEST_HELPER:-}" ] || env_args+=(--helper "$MAKA_EVAL_TEST_HELPER")
   fi
   export API_KEY=terminal-canary-$$
   tmux -L "$socket" new-session -d -s t -x 100 -y 30 "bash --norc --noprofile" || fail "tmux did not start"
