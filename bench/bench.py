@@ -33,6 +33,9 @@ the same run. Measurements (issue targets in brackets):
      subject, a fresh container per trial, >= 41 rounds, each round a bare exec of the same subject, a trial of
      this build and (--against BUILD) one of another build, in rotating order [<= 1.1x the bare exec, <= 1.0x
      the other build]; the phase log's timings of this build (medians)
+  3d. stdin: 100 MiB forwarded to a subject (`run -i`, the subject `wc -c`) against a bare `docker exec -i` of
+     the same subject in the same container, both reading the same file, interleaved [>= 0.8x its rate,
+     i.e. <= 1.25x its time]
   8. with --against BUILD (`--only versus`): warm and cold trials of this build against another build's relay,
      alternated in one run (a change's cost, e.g. against a worktree of the commit before it)
 """
@@ -289,6 +292,39 @@ def capture(relay, repeats, rows):
                      f"**{ratio:.2f}×** the floor ({fmt(floor, 'ms')}); target ≤ 1.25×"))
     finally:
         c.remove()
+
+
+def stdin_forwarding(relay, repeats, rows):
+    """100 MiB on the relay's stdin forwarded to the subject (run -i) against a bare `docker exec -i` of the
+    same subject, each reading the same file, interleaved round by round; the subject counts what came."""
+    c = Container("maka-bench-stdin")
+    size = 100 << 20
+    with tempfile.NamedTemporaryFile(prefix="maka-bench-stdin-") as data:
+        data.write(os.urandom(size))
+        data.flush()
+        try:
+            run_trial(relay, c.name, "true")
+            bare, trial = [], []
+            for _ in range(repeats):
+                with open(data.name, "rb") as stdin:
+                    begun = time.monotonic()
+                    out = subprocess.run(["docker", "exec", "-i", c.name, "wc", "-c"], stdin=stdin,
+                                         capture_output=True, text=True, check=True).stdout
+                    bare.append((time.monotonic() - begun) * 1000)
+                assert int(out.split()[0]) == size, out
+                with open(data.name, "rb") as stdin:
+                    begun = time.monotonic()
+                    proc = subprocess.run([relay, "run", "-i", "--env", f"docker:{c.name}", "--json", "--",
+                                           "wc", "-c"], stdin=stdin, capture_output=True, text=True)
+                    trial.append((time.monotonic() - begun) * 1000)
+                result = json.loads(proc.stdout.strip().splitlines()[-1])
+                assert result["executed"]["diagnostic"]["bytes"] == len(f"{size}\n"), result
+            ratio = statistics.median(bare) / statistics.median(trial)
+            rows.append(("stdin: 100 MiB forwarded to `wc -c` (run -i) against a bare `docker exec -i` of it",
+                         fmt(trial, "ms"),
+                         f"**{ratio:.2f}×** its rate ({fmt(bare, 'ms')}); target ≥ 0.8×"))
+        finally:
+            c.remove()
 
 
 def many_credentials(count=200, size=4096, seed=20261206):
@@ -823,7 +859,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", required=True)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
-    parser.add_argument("--only", help="one measurement: overhead, cold, cold-connect, cancel, capture, memory, masking, credentials, concurrent, "
+    parser.add_argument("--only", help="one measurement: overhead, cold, cold-connect, cancel, capture, stdin, memory, masking, credentials, concurrent, "
                                        "size, projection, tls, bridge, podman, versus")
     parser.add_argument("--concurrent", type=int, default=128, help="trials at once in `concurrent` (128)")
     parser.add_argument("--against", help="another build directory: `versus` compares warm and cold trials "
@@ -839,6 +875,7 @@ def main():
         "cold-connect": lambda: cold_connect(args.build, relay, other, 11 if args.quick else 41, rows),
         "cancel": lambda: cancel(relay, 3 if args.quick else 5, rows),
         "capture": lambda: capture(relay, 3 if args.quick else 5, rows),
+        "stdin": lambda: stdin_forwarding(relay, 3 if args.quick else 7, rows),
         "memory": lambda: memory(relay, rows),
         "masking": lambda: masking(relay, rows),
         "credentials": lambda: credentials_at_scale(relay, 3 if args.quick else 7, rows),

@@ -290,11 +290,12 @@ struct to_json_visitor {
         return {{"kind", "heartbeat"}, {"version", session_protocol_version}};
     }
     json::object operator()(const input_message& m) const {
+        // The line only: `size` raw bytes follow it on the wire (serialize writes them).
         json::object out{{"kind", "input"}, {"version", session_protocol_version}};
         if (m.eof) {
             out["eof"] = true;
         } else {
-            out["data"] = python::b64encode(m.data);
+            out["size"] = m.data.size();
         }
         return out;
     }
@@ -520,12 +521,16 @@ std::string serialize(const session_message& message) {
     if (const auto* run = std::get_if<run_request>(&message)) {
         return serialize_run(*run);
     }
-    // `input` carries a forwarded stdin (run -i), up to thousands of lines a second: built directly too
-    // (base64 needs no escaping).
+    // `input` carries a forwarded stdin (run -i), thousands of them a second: built directly too.
     if (const auto* input = std::get_if<input_message>(&message); input != nullptr && !input->eof) {
-        std::string line =
-            R"({"kind":"input","version":)" + std::to_string(session_protocol_version) + R"(,"data":")";
-        line.append(python::b64encode(input->data)).append("\"}\n");
+        std::string line;
+        line.reserve(input->data.size() + 64);
+        line.append(R"({"kind":"input","version":)")
+            .append(std::to_string(session_protocol_version))
+            .append(R"(,"size":)")
+            .append(std::to_string(input->data.size()))
+            .append("}\n")
+            .append(input->data);
         return line;
     }
     return to_wire(to_json(message)) + "\n";
@@ -667,12 +672,10 @@ boost::system::result<session_message, failure> from_json(const json::object& ob
     } else if (kind == "input") {
         input_message m;
         m.eof = r.boolean("eof", false);
-        const auto data = r.text("data", false);
-        auto decoded = python::b64decode_standard(data);
-        if (!decoded || decoded->size() > input_chunk_bytes || (m.eof && !decoded->empty())) {
-            r.fail("data");
-        } else {
-            m.data = std::move(*decoded);
+        // As for `output`: the line says how many raw bytes follow it; the reader of the stream takes them.
+        m.size = r.count("size", !m.eof);
+        if (r.ok() && (m.size > input_chunk_bytes || (m.eof && m.size > 0))) {
+            r.fail("size");
         }
         out = std::move(m);
     } else if (kind == "input-taken") {

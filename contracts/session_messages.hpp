@@ -104,16 +104,23 @@ struct run_request {
 
 inline constexpr std::size_t stderr_tail_bytes = 1024;
 
-// Relay → helper, after `run` asked for input: bytes for the subject's stdin (base64 in `data`), or its EOF.
+// Relay → helper, after `run` asked for input: bytes for the subject's stdin, or its EOF. On the wire the
+// line says `size` and that many raw bytes follow it, as for `output` (a forwarded stdin of gigabytes would
+// otherwise be base64-encoded, JSON-scanned and decoded once per 32 KiB); a reader of the stream takes them.
 // The relay never has more than input_window_bytes sent and not yet taken (`input-taken` says what the
 // helper wrote on to the subject), so the helper holds at most that much and reads its control pipe at once
 // whatever the subject does with its stdin: a `cancel` is never stuck behind input.
 struct input_message {
     std::string data;
     bool eof = false;
+    std::uint64_t size = 0; // parsed: the raw bytes that follow the line
 };
 inline constexpr std::size_t input_chunk_bytes = std::size_t{32} << 10U;
 inline constexpr std::size_t input_window_bytes = std::size_t{1} << 20U;
+// The helper says what it took once this much is untold (a quarter of the window: the relay, which waits
+// with more than input_window_bytes - input_chunk_bytes untold, is never left waiting for a report).
+inline constexpr std::size_t input_report_bytes = input_window_bytes / 4;
+static_assert(input_report_bytes < input_window_bytes - input_chunk_bytes);
 // Helper → relay: this many more bytes of input went to the subject (written to its pipe or terminal).
 struct input_taken_message {
     std::uint64_t bytes = 0;

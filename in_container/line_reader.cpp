@@ -84,4 +84,17 @@ line_reader::pop_result line_reader::pop(contracts::secret_text& into) {
     return pop_result::line;
 }
 
+std::size_t line_reader::take(std::size_t most, std::string& into) {
+    auto& buffer = buffer_.text();
+    if (discarding_) {
+        return 0;
+    }
+    const std::size_t n = std::min(most, buffer.size());
+    into.append(buffer, 0, n);
+    std::memset(buffer.data(), 0, n); // the same rule as for lines: nothing left behind in what is moved
+    buffer.erase(0, n);
+    scanned_ = 0;
+    return n;
+}
+
 } // namespace maka_eval::in_container

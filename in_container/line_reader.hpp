@@ -25,6 +25,10 @@ class line_reader {
     // too.
     pop_result pop(contracts::secret_text& line);
 
+    // Up to `most` raw bytes that follow the last popped line (an `input`'s payload), appended to `into`;
+    // what is buffered so far, which may be fewer. Returns how many.
+    std::size_t take(std::size_t most, std::string& into);
+
     // The start of the next line, as received so far, once pop() has returned none: every line before it
     // has been popped, so the buffer holds this one alone (empty while a dropped line's rest is read).
     [[nodiscard]] std::string_view partial_line() const noexcept {

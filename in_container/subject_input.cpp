@@ -21,6 +21,9 @@ subject_input::open(contracts::subject_input mode, std::uint16_t rows, std::uint
             return failed("the subject's stdin pipe");
         }
         (void)::fcntl(ends.write.get(), F_SETFL, O_WRONLY | O_NONBLOCK);
+        // As big as the relay's window may be (where the system allows it; 64 KiB stays otherwise): a
+        // forwarded stream then goes on in a few large writes while the subject reads, not one per 64 KiB.
+        (void)::fcntl(ends.write.get(), F_SETPIPE_SZ, static_cast<int>(contracts::input_window_bytes));
         fd_ = std::move(ends.write);
         return std::move(ends.read);
     }

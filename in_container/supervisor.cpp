@@ -89,7 +89,9 @@ class supervision {
     void on_children();
     void on_stream(captured_stream& stream, bool is_stdout);
     // Bytes that went on to the subject's stdin, said to the relay so that it may send more.
-    void report_taken(std::uint64_t bytes) const;
+    void report_taken(std::uint64_t bytes);
+    // The raw bytes of the `input` being received, as far as they have arrived; true once all have.
+    bool take_input();
     void on_timer(clock_type::time_point now);
     // The settle state machine: running → terminating (TERM grace) → killing (KILL grace) → draining →
     // done; a subject that exits on its own goes running → draining → done.
@@ -136,6 +138,8 @@ class supervision {
     pid_t drainer_ = -1;
     std::optional<follow_output> follow_; // session mode with `follow`: output to the relay as it comes
     subject_input input_;                 // run -i / -t: the subject's stdin the relay feeds
+    std::uint64_t input_owed_ = 0;        // bytes of the last `input` still to come after its line
+    std::uint64_t input_untold_ = 0;      // taken, not yet reported in `input-taken`
     posix::unique_fd lock_fd_;            // one trial at a time (lock_trial), held while we supervise
     scope_place scope_;                   // the scope record's directory (opened without links) and name
 };
@@ -482,8 +486,17 @@ void supervision::on_control() {
     process_control();
 }
 
+bool supervision::take_input() {
+    contracts::input_message chunk;
+    input_owed_ -= io_.control->take(static_cast<std::size_t>(input_owed_), chunk.data);
+    if (!chunk.data.empty()) {
+        report_taken(input_.add(chunk));
+    }
+    return input_owed_ == 0;
+}
+
 void supervision::process_control() {
-    while (true) {
+    while (input_owed_ == 0 || take_input()) {
         contracts::secret_text line; // wiped at the end of each turn
         const auto popped = io_.control->pop(line);
         if (popped == line_reader::pop_result::none) {
@@ -502,7 +515,10 @@ void supervision::process_control() {
         } else if (const auto* cancel = std::get_if<contracts::cancel_request>(&*message)) {
             settle(cancel->reason.empty() ? "cancel" : cancel->reason);
         } else if (const auto* input = std::get_if<contracts::input_message>(&*message)) {
-            report_taken(input_.add(*input));
+            input_owed_ = input->size; // its bytes follow the line
+            if (input->eof) {
+                report_taken(input_.add(*input));
+            }
         } else if (const auto* size = std::get_if<contracts::resize_message>(&*message)) {
             input_.resize(size->rows, size->cols);
         } else if (std::holds_alternative<contracts::run_request>(*message)) {
@@ -623,9 +639,14 @@ void supervision::on_stream(captured_stream& stream, bool is_stdout) {
     }
 }
 
-void supervision::report_taken(std::uint64_t bytes) const {
-    if (bytes > 0 && io_.emit) {
-        io_.emit(contracts::input_taken_message{bytes});
+void supervision::report_taken(std::uint64_t bytes) {
+    // Told in steps of input_report_bytes, not per write: each `input-taken` crosses the engine (shim,
+    // daemon, relay), and one per 32 KiB halved a forwarded stdin's rate. The relay waits only once more
+    // than its window less a chunk is untold, more than a step, so what it waits for is always told.
+    input_untold_ += bytes;
+    if (input_untold_ >= contracts::input_report_bytes && io_.emit) {
+        io_.emit(contracts::input_taken_message{input_untold_});
+        input_untold_ = 0;
     }
 }
 

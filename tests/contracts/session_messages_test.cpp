@@ -134,6 +134,30 @@ TEST_CASE("an output line built directly is the line the generic serializer buil
                                       std::to_string(output_chunk_bytes + 1) + R"(,"dropped":0})"));
 }
 
+TEST_CASE("an input line is built as output's: a size, then the stdin's bytes raw after it") {
+    std::string data;
+    for (int n = 0; n < 3000; n += 331) {
+        data.append(static_cast<std::size_t>(n % 5), static_cast<char>(n & 0xFF));
+        data.append("\n\"\0", 3);
+        const input_message m{data};
+        const auto wire = serialize(m);
+        const auto line = to_wire(to_json(m)) + "\n";
+        REQUIRE(wire.size() == line.size() + data.size());
+        CHECK(wire.substr(0, line.size()) == line);
+        CHECK(wire.substr(line.size()) == data);
+        const auto again = parse_session_message(std::string_view(line).substr(0, line.size() - 1)).value();
+        CHECK(std::get<input_message>(again).size == data.size());
+        CHECK_FALSE(std::get<input_message>(again).eof);
+    }
+    const auto eof = parse_session_message(R"({"kind":"input","version":1,"eof":true})").value();
+    CHECK(std::get<input_message>(eof).eof);
+    // A size past the chunk bound, an EOF with bytes, and a chunk without a size are refused.
+    CHECK_FALSE(parse_session_message(R"({"kind":"input","version":1,"size":)" +
+                                      std::to_string(input_chunk_bytes + 1) + "}"));
+    CHECK_FALSE(parse_session_message(R"({"kind":"input","version":1,"eof":true,"size":3})"));
+    CHECK_FALSE(parse_session_message(R"({"kind":"input","version":1})"));
+}
+
 TEST_CASE(
     "an error's message is cut short on the wire, whatever it quotes (runners read lines under 64 KiB)") {
     // A spawn failure quotes argv[0], which the orchestrator may make up to a control line long.

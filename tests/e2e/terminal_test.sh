@@ -3,7 +3,7 @@
 # MAKA_EVAL_E2E=1, in a fresh Docker container. A terminal is driven through tmux as a person would: keys
 # typed with send-keys, the screen read with capture-pane; every wait is for text on the screen or a file,
 # bounded, never a fixed sleep.
-#   terminal_test.sh RELAY CASE      CASE: pipe | timeout | tty-local | tty-docker
+#   terminal_test.sh RELAY CASE      CASE: pipe | pipe-docker | timeout | tty-local | tty-docker
 # Exit 0 passed, 1 failed (saying what), 77 skipped (saying why). MAKA_EVAL_TEST_HELPER: the helper that goes
 # into the container (default: the relay's own).
 set -uo pipefail
@@ -33,8 +33,34 @@ wait_screen() {
   fail "the screen never showed /$1/"
 }
 keys() { tmux -L "$socket" send-keys -t t "$@"; }
+# in_container: a fresh BusyBox container for the case, named in env_args (--env, and --helper if given).
+env_args=()
+in_container() {
+  [ "${MAKA_EVAL_E2E:-}" = 1 ] || skip "MAKA_EVAL_E2E is not 1: no engine prepared for this run"
+  container=maka-terminal-$$
+  docker run -d --name "$container" maka-eval-test-busybox:test sleep 600 >/dev/null || fail "no container"
+  env_args=(--env "docker:$container")
+  # Under the sanitizers the build's own helper is not static: the release build's goes in, as for the
+  # other end-to-end tests (tests/e2e/engine_fixture.hpp).
+  [ -z "${MAKA_EVAL_TEST_HELPER:-}" ] || env_args+=(--helper "$MAKA_EVAL_TEST_HELPER")
+}
 
 case "$case_name" in
+pipe-docker)
+  # What the local case checks for the helper's framing, through an engine's exec stream: an unread stdin
+  # far past the window, and a file whose every byte must arrive in order (raw bytes after each `input`).
+  in_container
+  head -c $((16 << 20)) /dev/zero | "$relay" run -i --quiet --json "${env_args[@]}" -- true >"$work/json"
+  status=${PIPESTATUS[1]}
+  [ "$status" = 0 ] || fail "an unread 16 MiB stdin: relay exit $status"
+  grep -q '"exitCode":0' "$work/json" || fail "an unread 16 MiB stdin: $(cat "$work/json")"
+  head -c $((24 << 20)) /dev/urandom >"$work/in"
+  want=$(sha256sum <"$work/in" | cut -d' ' -f1)
+  got=$("$relay" run -i --quiet --follow "${env_args[@]}" -- sha256sum <"$work/in" | head -1 | cut -d' ' -f1)
+  [ "$got" = "$want" ] || fail "a 24 MiB file through -i arrived as $got, sent $want"
+  got=$(printf 'a\nb\n' | "$relay" run -i --quiet --follow "${env_args[@]}" -- wc -l | head -1 | tr -d ' ')
+  [ "$got" = 2 ] || fail "printf 'a\\nb\\n' | run -i -- wc -l printed $got"
+  ;;
 pipe)
   out=$(printf 'a\nb\n' | "$relay" run -i --quiet --follow -- wc -l 2>"$work/err") || fail "run -i exited $?"
   [ "$(printf '%s\n' "$out" | head -1 | tr -d ' ')" = 2 ] || fail "run -i -- wc -l printed: $out"
@@ -69,16 +95,7 @@ timeout)
   ;;
 tty-local | tty-docker)
   command -v tmux >/dev/null || skip "tmux is not installed (Debian: apt-get install tmux)"
-  env_args=()
-  if [ "$case_name" = tty-docker ]; then
-    [ "${MAKA_EVAL_E2E:-}" = 1 ] || skip "MAKA_EVAL_E2E is not 1: no engine prepared for this run"
-    container=maka-terminal-$$
-    docker run -d --name "$container" maka-eval-test-busybox:test sleep 600 >/dev/null || fail "no container"
-    env_args=(--env "docker:$container")
-    # Under the sanitizers the build's own helper is not static: the release build's goes in, as for the
-    # other end-to-end tests (tests/e2e/engine_fixture.hpp).
-    [ -z "${MAKA_EVAL_TEST_HELPER:-}" ] || env_args+=(--helper "$MAKA_EVAL_TEST_HELPER")
-  fi
+  [ "$case_name" = tty-local ] || in_container
   export API_KEY=terminal-canary-$$
   tmux -L "$socket" new-session -d -s t -x 100 -y 30 "bash --norc --noprofile" || fail "tmux did not start"
   keys "PS1='prompt> '; stty -g > $work/stty-before; echo ready-\$((1+1))" Enter
