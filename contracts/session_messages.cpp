@@ -261,6 +261,9 @@ struct to_json_visitor {
         if (m.usage) {
             out["usage"] = to_json(*m.usage);
         }
+        if (!m.receipt.empty()) {
+            out["receipt"] = m.receipt;
+        }
         if (!m.stderr_tail.empty()) {
             out["stderrTail"] = shorten_text(m.stderr_tail, stderr_tail_bytes);
         }
@@ -637,6 +640,7 @@ boost::system::result<session_message, failure> from_json(const json::object& ob
             }
         }
         m.stderr_tail = r.text("stderrTail", false);
+        m.receipt = r.text("receipt", false);
         if (m.settled) {
             m.settle_ms = r.count("settleMs");
             m.signalled = r.count("signalled");

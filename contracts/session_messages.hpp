@@ -189,6 +189,9 @@ struct report_message {
     // The end of the subject's stderr as kept (masked, at most stderr_tail_bytes, valid UTF-8): why it
     // failed, for a person reading `run`'s summary. Empty when it wrote nothing there.
     std::string stderr_tail;
+    // The receipt's text exactly as written to the artifacts directory (its one line and "\n"): what a signed
+    // result lists, and its digest is the file's. Empty when no receipt was written, or from older helpers.
+    std::string receipt;
     std::uint64_t run_ms = 0;    // start → leader exit
     std::uint64_t settle_ms = 0; // cancel → no child left (settled only)
     std::uint64_t signalled = 0; // processes signalled while settling

@@ -762,7 +762,7 @@ report_message supervision::report() {
         artifacts_.write_usage(*m.usage);
     }
     // Into place, the receipt last: whoever sees it sees the files it vouches for.
-    artifacts_.publish(drainer_ > 0);
+    m.receipt = artifacts_.publish(drainer_ > 0);
     if (settling_) {
         m.settle_ms = ms_between(settle_started_, settled_at_);
         m.signalled = tree_.signalled();

@@ -91,9 +91,9 @@ void trial_artifacts::write_usage(const contracts::subject_usage& usage) {
     }
 }
 
-void trial_artifacts::publish(bool drained) {
+std::string trial_artifacts::publish(bool drained) {
     if (!store_) {
-        return;
+        return {};
     }
     std::vector<contracts::artifact_receipt> entries{out.receipt_entry(drained), err.receipt_entry(drained)};
     contracts::artifact_receipt usage_entry{
@@ -119,6 +119,7 @@ void trial_artifacts::publish(bool drained) {
         }
     }
     store_->finish();
+    return text;
 }
 
 } // namespace maka_eval::in_container

@@ -35,8 +35,9 @@ class trial_artifacts {
     // The usage file's one line.
     void write_usage(const contracts::subject_usage& usage);
     // After the subject is settled and its pipes handed off: every file synced, the receipt written and
-    // synced, everything published. `drained`: a drainer still appends to the output files.
-    void publish(bool drained);
+    // synced, everything published. `drained`: a drainer still appends to the output files. Returns the
+    // receipt's text as written (empty when there was no artifacts directory).
+    std::string publish(bool drained);
 
     captured_stream out;
     captured_stream err;

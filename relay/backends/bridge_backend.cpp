@@ -436,6 +436,10 @@ class bridge_backend final : public backend {
         return "bridge (the trial runner's environment, fd " + std::to_string(options_.fd) + ")";
     }
     std::optional<unsigned> engine_calls() const override { return bridge_.calls(); }
+    environment_facts facts() const override {
+        const bool ours = options_.helper.in_environment.empty();
+        return {"bridge", {}, {}, {}, ours ? digest_or_empty(helper_on_host_) : ""};
+    }
     bool streams_live() const override { return false; }
     void abandon_pending() override { bridge_.abandon("the trial is over"); }
 

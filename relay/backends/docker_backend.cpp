@@ -12,6 +12,7 @@
 #include "relay/backends/session_reader.hpp"
 #include "relay/engine/docker_api.hpp"
 #include "relay/engine/tar_archive.hpp"
+#include "relay/support/utc_time.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -27,16 +28,6 @@
 
 namespace maka_eval::relay {
 namespace {
-
-// Now, as an ISO 8601 UTC time to the second: when a root subject took a container, for the message that
-// names that trial later.
-std::string utc_now() {
-    const std::time_t now = std::time(nullptr);
-    std::tm parts{};
-    (void)::gmtime_r(&now, &parts);
-    char text[32];
-    return std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts) > 0 ? std::string(text) : "?";
-}
 
 using asio::as_tuple;
 using asio::use_awaitable;
@@ -102,6 +93,9 @@ class docker_backend final : public backend {
                (engine.context.empty() ? "" : ", docker context " + engine.context) + ")";
     }
     std::optional<unsigned> engine_calls() const override { return api_.calls(); }
+    environment_facts facts() const override {
+        return {"docker", container_id_, image_id_, api_.engine().url(), helper_digest_};
+    }
 
     // Three engine calls on every trial (inspect, exec create, exec start), the first in a container too:
     // there (nothing at the helper's path, and the install record knows of no trial) the session exec is a
@@ -481,6 +475,7 @@ class docker_backend final : public backend {
                                                                (facts->paused ? "paused" : "not running")};
         }
         container_id_ = facts->id;
+        image_id_ = facts->image;
         container_pid_ = facts->pid;
         oom_kills_before_ = host_oom_kills(container_pid_, container_id_);
         started_at_ = facts->started_at; // a restart from outside changes it
@@ -770,6 +765,7 @@ class docker_backend final : public backend {
     std::string helper_on_host_;
     std::string container_;
 
+    std::string image_id_;         // the container's image, by the engine's id (for a signed result)
     std::string container_id_;     // the engine's id: names, unlike ids, are reused by later containers
     std::string started_at_;       // State.StartedAt at the trial's start: another later means a restart
     bool readonly_rootfs_ = false; // HostConfig.ReadonlyRootfs: why an upload to / fails

@@ -109,4 +109,9 @@ boost::system::result<std::string, relay_error> helper_content_name(const std::s
     return helper_name_of_digest(*digest);
 }
 
+std::string digest_or_empty(const std::string& path) {
+    auto digest = helper_digest(path);
+    return digest ? std::move(*digest) : std::string();
+}
+
 } // namespace maka_eval::relay

@@ -47,6 +47,8 @@ class helper_hashing {
 };
 // The lowercase hex SHA-256 of the helper at `path`: what an installed copy must hash to.
 [[nodiscard]] boost::system::result<std::string, relay_error> helper_digest(const std::string& path);
+// The same, or empty when it cannot be read (for what a signed result records: a fact the relay lacks).
+[[nodiscard]] std::string digest_or_empty(const std::string& path);
 // "helper-<first 16 hex digits of its SHA-256>": its name inside a container (docker, bridge).
 [[nodiscard]] boost::system::result<std::string, relay_error> helper_content_name(const std::string& path);
 [[nodiscard]] std::string helper_name_of_digest(const std::string& digest);

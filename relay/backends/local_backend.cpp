@@ -142,6 +142,7 @@ class local_backend final : public backend {
           user_(std::move(user)), cwd_(std::move(cwd)) {}
 
     std::string describe() const override { return "local (" + work_.string() + ")"; }
+    environment_facts facts() const override { return {"local", {}, {}, {}, digest_or_empty(helper_)}; }
     bool is_host() const override { return true; }
 
     asio::awaitable<boost::system::result<std::unique_ptr<helper_session>, relay_error>>

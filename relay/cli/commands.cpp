@@ -5,6 +5,7 @@
 #include "contracts/secret.hpp"
 #include "contracts/wire_json.hpp"
 #include "relay/backends/factory.hpp"
+#include "relay/cli/attest_commands.hpp"
 #include "relay/cli/loopback_orchestrator.hpp"
 #include "relay/cli/options.hpp"
 #include "relay/cli/raw_terminal.hpp"
@@ -43,7 +44,7 @@ int usage_failure(const std::string& message) {
 // Runs the trial (and, for `run`, the loopback orchestrator beside it) to the end.
 trial_outcome drive(boost::asio::io_context& context, const trial_config& config, backend& env,
                     phase_log& log) {
-    trial_outcome result{exit_internal, {}, std::nullopt, {}, {}};
+    trial_outcome result{exit_internal, {}, std::nullopt, {}, {}, {}};
     boost::asio::co_spawn(context, run_trial(config, env, log),
                           [&](const std::exception_ptr& error, trial_outcome outcome) {
                               // Nothing may keep the relay past the trial (and its teardown budget).
@@ -66,6 +67,32 @@ std::unique_ptr<backend> backend_for(const common_options& options, boost::asio:
         return nullptr;
     }
     return std::move(*env);
+}
+
+// --sign-key: the signer, or nullopt after saying why the key cannot be used (a usage error: no trial ran).
+std::optional<std::optional<trial_signer>> signer_for(const common_options& options) {
+    auto signer = trial_signer::from(options);
+    if (!signer) {
+        std::cerr << "maka-eval-relay: " << signer.error().message << "\n";
+        return std::nullopt;
+    }
+    return std::move(*signer);
+}
+
+// After the trial: the signed result, or the trial's code turned into a failure when it could not be made
+// (it was asked for; the orchestrator has the result either way).
+std::string sign_trial(std::optional<trial_signer>& signer, const trial_config& config,
+                       const trial_outcome& outcome, const backend& env, int& code) {
+    if (!signer) {
+        return {};
+    }
+    auto line = signer->sign(config, outcome, env);
+    if (!line) {
+        std::cerr << "maka-eval-relay: the signed result was not made: " << line.error().message << "\n";
+        code = code == exit_success ? exit_internal : code;
+        return {};
+    }
+    return std::move(*line);
 }
 
 } // namespace
@@ -92,6 +119,10 @@ int connect_command(std::span<const std::string_view> args) {
     if (!options) {
         return usage_failure(options.error().message);
     }
+    auto signer = signer_for(options->common);
+    if (!signer) {
+        return exit_usage;
+    }
     boost::asio::io_context context;
     auto env = backend_for(options->common, context);
     if (!env) {
@@ -111,7 +142,9 @@ int connect_command(std::span<const std::string_view> args) {
     config.token = options->token;
     config.instruction = options->instruction;
     config.follow = follow ? &*follow : nullptr;
-    const int code = drive(context, config, *env, log).exit_code;
+    const auto outcome = drive(context, config, *env, log);
+    int code = outcome.exit_code;
+    (void)sign_trial(*signer, config, outcome, *env, code);
     // Both copies of the secrets are wiped.
     contracts::wipe(options->token);
     contracts::wipe(config.token);
@@ -191,6 +224,10 @@ int run_command(std::span<const std::string_view> args) {
     if (!options) {
         return usage_failure(options.error().message);
     }
+    auto signer = signer_for(options->common);
+    if (!signer) {
+        return exit_usage;
+    }
     boost::asio::io_context context;
     auto env = backend_for(options->common, context);
     if (!env) {
@@ -230,12 +267,18 @@ int run_command(std::span<const std::string_view> args) {
     config.terminal_fd = raw ? STDIN_FILENO : -1;
     const auto outcome = drive(context, config, *env, log);
     raw.reset(); // before anything more is printed
+    int signed_code = outcome.exit_code;
+    const std::string attestation = sign_trial(*signer, config, outcome, *env, signed_code);
     contracts::wipe_values(options->common.task_environment);
     contracts::wipe_values(config.task_environment);
     const std::string artifacts = env->artifacts_dir();
-    const run_summary summary{seen, outcome, options->exit_with_subject,
+    const run_summary summary{seen,
+                              outcome,
+                              options->exit_with_subject,
                               options->remove_work_dir ? remove_work_dir(artifacts) : artifacts,
-                              options->remove_work_dir};
+                              options->remove_work_dir,
+                              attestation,
+                              options->common.attestation_path};
     if (follow && !options->json && !follow->stdout_at_line_start()) {
         std::cout << "\n"; // the summary starts a line of its own after output that did not end one
     }
@@ -244,7 +287,7 @@ int run_command(std::span<const std::string_view> args) {
     } else {
         print_text(std::cout, summary);
     }
-    return summary.exit_code();
+    return signed_code != outcome.exit_code ? signed_code : summary.exit_code();
 }
 
 int run_cli(std::span<const std::string_view> args) {
@@ -270,6 +313,12 @@ int run_cli(std::span<const std::string_view> args) {
     }
     if (args[0] == "locate") {
         return locate_command(args.subspan(1));
+    }
+    if (args[0] == "keygen") {
+        return keygen_command(args.subspan(1));
+    }
+    if (args[0] == "verify") {
+        return verify_command(args.subspan(1));
     }
     return usage_failure("unknown command '" + std::string(args[0]) + "'");
 }

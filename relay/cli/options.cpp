@@ -300,6 +300,28 @@ const std::vector<option_row>& option_table() {
              to.common.time_limit_text = v;
              return {};
          }},
+        {"--sign-key",
+         "FILE",
+         trial_commands,
+         "sign what the relay observed of the trial (a DSSE envelope over an in-toto statement; "
+         "docs/security.md)\n"
+         "with this Ed25519 private key (keygen's .key: a regular file of the relay's user, mode 0600); "
+         "else\n"
+         "MAKA_EVAL_SIGN_KEY_FILE. The key never enters the environment",
+         {},
+         [](parse_target& to, std::string_view, std::string_view v) -> result<void, relay_error> {
+             to.common.sign_key_file = v;
+             return {};
+         }},
+        {"--attestation",
+         "FILE",
+         trial_commands,
+         "where the signed result goes (created 0600, replaced whole); run --json carries it too",
+         {},
+         [](parse_target& to, std::string_view, std::string_view v) -> result<void, relay_error> {
+             to.common.attestation_path = v;
+             return {};
+         }},
         {"--rm",
          "",
          run_command,
@@ -621,7 +643,8 @@ constexpr std::string_view locate_synopsis =
 constexpr std::string_view environment_text =
     "environment:\n"
     "  MAKA_EVAL_RELAY_TOKEN, MAKA_EVAL_EGRESS_REQUIRED (=1 to check egress isolation), "
-    "MAKA_EVAL_EGRESS_ALLOWED_HOST;\n"
+    "MAKA_EVAL_EGRESS_ALLOWED_HOST,\n"
+    "  MAKA_EVAL_SIGN_KEY_FILE (as --sign-key);\n"
     "  docker: DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH, DOCKER_CONFIG, DOCKER_CONTEXT (as the "
     "docker "
     "CLI)\n";
@@ -652,6 +675,25 @@ result<void, relay_error> check_backend(const common_options& out) {
 
 // What the environment adds once the command line is read: egress settings, and for the docker backend where
 // its engine is (the Docker CLI's variables; a bad one fails here, before any trial work).
+// A trial command's signing: the key from the option or the environment, and somewhere for the envelope
+// (`carries_json`: run --json prints it).
+result<void, relay_error> settle_signing(env_lookup env, common_options& out, bool carries_json) {
+    if (out.sign_key_file.empty()) {
+        out.sign_key_file = env("MAKA_EVAL_SIGN_KEY_FILE").value_or("");
+    }
+    if (!out.attestation_path.empty() && out.sign_key_file.empty()) {
+        return relay_error{
+            relay_errc::usage,
+            "--attestation needs a key to sign with: --sign-key FILE or MAKA_EVAL_SIGN_KEY_FILE"};
+    }
+    if (!out.sign_key_file.empty() && out.attestation_path.empty() && !carries_json) {
+        return relay_error{relay_errc::usage,
+                           "a signed result needs somewhere to go: --attestation FILE (or, "
+                           "for run, --json, which carries it)"};
+    }
+    return {};
+}
+
 result<void, relay_error> settle_common(env_lookup env, common_options& out) {
     out.egress_required = env("MAKA_EVAL_EGRESS_REQUIRED").value_or("") == "1";
     out.egress_host = env("MAKA_EVAL_EGRESS_ALLOWED_HOST");
@@ -678,6 +720,10 @@ relay_error token_on_command_line() {
 std::string usage_text() {
     return "usage:\n" + std::string(connect_synopsis) + std::string(run_synopsis) +
            std::string(locate_synopsis) +
+           "  maka-eval-relay keygen --out PREFIX\n"
+           "      an Ed25519 key pair for signed results (PREFIX.key 0600, PREFIX.pub)\n"
+           "  maka-eval-relay verify --key PUB.pem [--artifacts DIR] [--json] ENVELOPE\n"
+           "      checks a signed trial result offline (exit 0), or names the first mismatch (exit 1)\n"
            "  maka-eval-relay --version | --help\n\noptions of connect and run (COMMAND --help lists a "
            "command's own):\n" +
            render_options(trial_commands, true) + std::string(environment_text);
@@ -803,6 +849,9 @@ result<connect_options, relay_error> parse_connect(std::span<const std::string_v
     if (auto settled = settle_common(env, out.common); !settled) {
         return settled.error();
     }
+    if (auto signing = settle_signing(env, out.common, false); !signing) {
+        return signing.error();
+    }
     return out;
 }
 
@@ -873,6 +922,9 @@ result<run_options, relay_error> parse_run(std::span<const std::string_view> arg
     }
     if (auto settled = settle_common(env, out.common); !settled) {
         return settled.error();
+    }
+    if (auto signing = settle_signing(env, out.common, out.json); !signing) {
+        return signing.error();
     }
     return out;
 }

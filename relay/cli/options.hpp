@@ -65,6 +65,10 @@ struct common_options {
     contracts::variables task_environment; // --task-env-fd: the task's own environment, under `execute`'s
     std::optional<std::uint64_t> time_limit_ms; // --timeout: the trial is cancelled once it elapses
     std::string time_limit_text;                // as given, for the summary
+    // --sign-key (or MAKA_EVAL_SIGN_KEY_FILE): the Ed25519 key the trial's result is signed with, and
+    // --attestation, where the envelope goes (relay/attest/).
+    std::string sign_key_file;
+    std::string attestation_path;
 };
 
 // A duration as --timeout takes it: N followed by ms, s, m or h ("1500ms", "30s", "5m"); a bare N is

@@ -61,6 +61,10 @@ void print_json(std::ostream& out, const run_summary& summary) {
         object["trustedReusedContainer"] =
             summary.outcome.trusted_reuse; // --trust-reused-container took effect
     }
+    if (!summary.attestation.empty()) {
+        object["attestation"] =
+            contracts::parse_object(summary.attestation, summary.attestation.size()).value();
+    }
     out << contracts::to_wire(object) << "\n";
 }
 
@@ -110,8 +114,12 @@ void print_text(std::ostream& out, const run_summary& summary) {
             << u.wall_ms << " ms wall\n";
     }
     const int code = summary.exit_code();
-    out << "artifacts   " << summary.artifacts << (summary.removed ? "" : " (kept)") << "\n"
-        << "relay exit  " << code << " ("
+    out << "artifacts   " << summary.artifacts << (summary.removed ? "" : " (kept)") << "\n";
+    if (!summary.attestation_path.empty() && !summary.attestation.empty()) {
+        out << "attestation " << summary.attestation_path
+            << " (signed; maka-eval-relay verify --key PUB.pem checks it)\n";
+    }
+    out << "relay exit  " << code << " ("
         << (code == outcome.exit_code ? std::string(exit_name(code)) : std::string("the subject's exit code"))
         << (code == exit_cancelled && !outcome.message.empty() ? ": " + outcome.message : std::string())
         << ")\n";

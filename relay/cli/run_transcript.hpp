@@ -18,6 +18,8 @@ struct run_summary {
     bool exit_with_subject = false;
     std::string artifacts; // where they are, or what became of them (--rm)
     bool removed = false;
+    std::string attestation;      // the signed result's envelope line (--sign-key), empty without
+    std::string attestation_path; // where it was written (--attestation), empty if nowhere
 
     // The subject's own code when the trial completed with `executed` "exited", else 0.
     [[nodiscard]] std::int64_t subject_code() const;

@@ -52,6 +52,7 @@ boost::system::result<container_facts, relay_error> parse_container(std::string_
                            "the Docker engine's container description lacks Id, State or Config"};
     }
     out.id = std::move(*id);
+    out.image = text_at(*object, "Image").value_or("");
     out.running = flag_at(*state, "Running");
     out.paused = flag_at(*state, "Paused");
     out.oom_killed = flag_at(*state, "OOMKilled");

@@ -22,7 +22,8 @@ namespace maka_eval::relay {
 // GET /containers/{id}/json: what the backend needs of a container.
 struct container_facts {
     std::string id;
-    std::string user; // Config.User: "" (root), a name, or uid[:gid]
+    std::string image; // Image: the image's id ("sha256:…")
+    std::string user;  // Config.User: "" (root), a name, or uid[:gid]
     bool running = false;
     bool paused = false;
     bool oom_killed = false;      // State.OOMKilled: the kernel killed a process of it for memory

@@ -62,10 +62,23 @@ struct outside_fault {
     std::string message; // what happened, naming the evidence
 };
 
+// What a signed result says of the environment (relay/attest/): the backend, on docker the container, its
+// image and the engine's endpoint, and the SHA-256 of the helper copy that ran where the relay knows it
+// (empty: one the user mounted, which the relay did not check).
+struct environment_facts {
+    std::string backend;
+    std::string container_id;
+    std::string image_id;
+    std::string engine;
+    std::string helper_sha256;
+};
+
 class backend {
   public:
     virtual ~backend() = default;
     [[nodiscard]] virtual std::string describe() const = 0;
+    // Asked after the trial, only for a signed result (so a local helper is hashed only then).
+    [[nodiscard]] virtual environment_facts facts() const { return {}; }
     virtual asio::awaitable<boost::system::result<std::unique_ptr<helper_session>, relay_error>>
     open_session() = 0;
     // `runs_for`: how long the command itself may take (a cancel's grace); the backend's own deadlines for

@@ -50,4 +50,24 @@ recovery_report report_recovery(recovery outcome, const std::string& what, const
             false};
 }
 
+std::string_view ending_of(recovery outcome) {
+    switch (outcome) {
+    case recovery::settled:
+        return "settled";
+    case recovery::environment_gone:
+        return "environment-gone";
+    case recovery::out_of_memory:
+        return "out-of-memory";
+    case recovery::restarted:
+        return "restarted";
+    case recovery::paused:
+        return "paused";
+    case recovery::engine_unreachable:
+        return "engine-unreachable";
+    case recovery::failed:
+        break;
+    }
+    return "destroyed"; // what follows a failed recovery
+}
+
 } // namespace maka_eval::relay

@@ -22,4 +22,7 @@ struct recovery_report {
 [[nodiscard]] recovery_report report_recovery(recovery outcome, const std::string& what,
                                               const std::string& staged);
 
+// How a signed result names the trial's end after a recovery ("settled", "environment-gone", …).
+[[nodiscard]] std::string_view ending_of(recovery outcome);
+
 } // namespace maka_eval::relay

@@ -17,6 +17,7 @@
 #include "relay/support/exit_codes.hpp"
 #include "relay/support/relay_clock.hpp"
 #include "relay/support/tcp_endpoints.hpp"
+#include "relay/support/utc_time.hpp"
 #include "relay/trial/recovery_report.hpp"
 #include "relay/trial/subject_request.hpp"
 #include "relay/trial/subject_stdin.hpp"
@@ -27,6 +28,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <variant>
 
 #include <boost/asio/as_tuple.hpp>
@@ -39,6 +41,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 
 namespace maka_eval::relay {
@@ -190,7 +193,7 @@ class trial : public std::enable_shared_from_this<trial> {
     void log_report(bool settling, const contracts::report_message& report);
 
     trial_phase end(int code, std::string message = {}) {
-        outcome_ = {code, std::move(message), std::nullopt, {}, {}};
+        outcome_ = {code, std::move(message), std::nullopt, {}, {}, {}};
         return trial_phase::done;
     }
     trial_phase cancelled_before_start(int signal) {
@@ -210,6 +213,7 @@ class trial : public std::enable_shared_from_this<trial> {
     relay_timer stop_latch_;
     trial_phase phase_ = trial_phase::connecting;
     trial_outcome outcome_;
+    trial_record record_; // what a signed result says (trial.hpp), whatever outcome_ becomes
     int first_signal_ = 0;
     // What the phases hand on: the helper's hello, the orchestrator's execute, why settling.
     std::optional<contracts::hello_message> hello_;
@@ -419,6 +423,7 @@ asio::awaitable<bool> trial::send_orchestrator(std::string line) {
 }
 
 asio::awaitable<trial_outcome> trial::run() {
+    record_.started_on = rfc3339_now();
     spawn(watch_signals());
     if (config_.time_limit) {
         spawn(watch_time_limit());
@@ -431,6 +436,11 @@ asio::awaitable<trial_outcome> trial::run() {
         phase_ = co_await step();
     }
     auto result = std::move(outcome_);
+    if (record_.ending.empty()) {
+        record_.ending = pgid_ ? "failed" : "refused"; // no report: a subject that never started, or lost
+    }
+    record_.finished_on = rfc3339_now();
+    result.record = std::move(record_);
     result.usage = usage_;
     result.stderr_tail = stderr_tail_;
     result.trusted_reuse = trusted_reuse_;
@@ -496,6 +506,8 @@ void trial::finish() {
 // The subject's report: how it ended, what it consumed (kept for `run`; the orchestrator never sees it),
 // how many secret values were masked (never which), what was cut at the artifact limit.
 void trial::log_report(bool settling, const contracts::report_message& report) {
+    record_.ending = report.settled ? "settled" : "completed";
+    record_.receipt = report.receipt;
     if (!settling) {
         log_.phase("exited", {{"exitCode", std::to_string(report.exit_code)},
                               {"diagnostic", std::string(contracts::to_string(report.diagnostic.kind))},
@@ -585,6 +597,10 @@ asio::awaitable<trial_phase> trial::open_session() {
         if (e->what == event::kind::helper_message) {
             if (const auto* hello = std::get_if<contracts::hello_message>(&e->message)) {
                 hello_ = *hello;
+                record_.helper_version = hello->helper_version;
+                record_.uid = hello->uid;
+                record_.gid = hello->gid;
+                record_.cwd = hello->cwd;
             }
             continue;
         }
@@ -678,6 +694,16 @@ asio::awaitable<trial_phase> trial::offer() {
                            {"taskEnvironment", std::to_string(config_.task_environment.size())},
                            {"captureStdout", request->capture_stdout ? "true" : "false"}});
     request_ = std::move(*request);
+    record_.argv_sha256 = contracts::sha256_hex(
+        contracts::to_wire(boost::json::array(request_->argv.begin(), request_->argv.end())));
+    for (const auto* names : {&std::as_const(request_->environment), &config_.task_environment}) {
+        for (const auto& [name, value] : *names) {
+            record_.environment_names.push_back(name);
+        }
+    }
+    for (const auto& [name, value] : request_->credentials) {
+        record_.credential_names.push_back(name);
+    }
     co_return trial_phase::starting;
 }
 
@@ -751,6 +777,7 @@ asio::awaitable<trial_phase> trial::start() {
     }
     term_grace_ = fitted.term;
     auto run = make_run_request(*request_, config_, fitted, placement);
+    record_.user = run.user;
     std::string line = contracts::serialize(run);
     contracts::wipe_values(run.environment);
     contracts::wipe_values(run.credentials);
@@ -834,6 +861,7 @@ asio::awaitable<std::optional<trial_phase>> trial::on_supervised(const contracts
     const contracts::executed_message executed{config_.token, contracts::termination::exited,
                                                report->exit_code, report->stdout_text, report->diagnostic};
     std::string executed_line = contracts::serialize(executed);
+    record_.executed_line = executed_line;
     const bool sent = co_await send_orchestrator(std::move(executed_line));
     if (!sent) {
         co_return end(exit_transport_lost, "Maka Eval relay transport closed before result");
@@ -1022,6 +1050,7 @@ asio::awaitable<trial_phase> trial::after_settle(std::optional<contracts::report
         co_return ended;
     }
     std::string executed_line = contracts::serialize(*executed);
+    record_.executed_line = executed_line;
     const bool sent = co_await send_orchestrator(std::move(executed_line));
     if (!sent) {
         co_return ended;
@@ -1058,6 +1087,7 @@ asio::awaitable<trial_phase> trial::await_verify() {
 
 asio::awaitable<void> trial::destroy_by(clock_type::time_point until) {
     log_.phase("destroy");
+    record_.ending = "destroyed";
     session_->kill();
     const auto left = std::chrono::duration_cast<milliseconds>(until - clock_type::now());
     co_await env_.destroy(pgid_, std::max(left, milliseconds(1)));
@@ -1099,6 +1129,7 @@ asio::awaitable<trial_phase> trial::recover() {
         co_await destroy_by(final_deadline);
     } else {
         log_.phase("recovered", {{"how", std::string(report.how)}});
+        record_.ending = ending_of(outcome);
     }
     if (settling_for_ == settle_cause::none) {
         co_return end(exit_environment, "Maka Eval subject execution failed: " + report.message);

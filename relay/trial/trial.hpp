@@ -75,6 +75,26 @@ struct trial_config {
     int terminal_fd = -1;
 };
 
+// What the relay saw of the trial, for a signed result (attestation.hpp): filled in as the phases pass.
+// Never a secret: the subject's argv only as a digest, its variables and credentials only by name.
+struct trial_record {
+    std::string started_on;    // RFC 3339, UTC, to the millisecond: the trial's start
+    std::string finished_on;   // and its end
+    std::string executed_line; // `executed` exactly as sent ("\n" included); empty when none was sent
+    // completed (the subject ended on its own), settled (stopped within the budget), destroyed (the
+    // environment, as the last resort), refused (no subject was started), or the recovery's outcome.
+    std::string ending;
+    std::string helper_version;
+    std::int64_t uid = -1; // the subject's, as the helper found it
+    std::int64_t gid = -1;
+    std::string user; // what `run` asked for (--user), empty for the environment's own
+    std::string cwd;
+    std::string argv_sha256; // of argv as a JSON array (the wire's writer, compact)
+    std::vector<std::string> environment_names;
+    std::vector<std::string> credential_names;
+    std::string receipt; // the helper's receipt text, exactly as written in the artifacts directory
+};
+
 // What happened, for the exit code and for `run`'s transcript.
 struct trial_outcome {
     int exit_code = 0;
@@ -83,6 +103,7 @@ struct trial_outcome {
     std::optional<contracts::subject_usage> usage;
     std::string stderr_tail;   // the end of the subject's stderr, when the helper reported it (for `run`)
     std::string trusted_reuse; // the earlier owner of the environment the operator accepted, if any
+    trial_record record;
 };
 
 // Runs the trial; never throws for expected failures (they become the outcome).

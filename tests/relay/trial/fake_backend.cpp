@@ -175,7 +175,7 @@ fake_trial run_fake_trial(const std::function<void(fake_backend&, fake_helper&)>
     boost::asio::steady_timer watchdog(context, std::chrono::seconds(20));
     watchdog.async_wait([&](boost::system::error_code ec) {
         if (!ec) {
-            out.outcome = relay::trial_outcome{-2, "stuck after 20 s of real time", std::nullopt, {}, {}};
+            out.outcome = relay::trial_outcome{-2, "stuck after 20 s of real time", std::nullopt, {}, {}, {}};
             context.stop();
         }
     });
@@ -196,8 +196,9 @@ fake_trial run_fake_trial(const std::function<void(fake_backend&, fake_helper&)>
     const auto begun = relay::relay_clock::now();
     boost::asio::co_spawn(context, relay::run_trial(config, env, log),
                           [&](const std::exception_ptr& error, relay::trial_outcome outcome) {
-                              out.outcome = error ? relay::trial_outcome{-1, "threw", std::nullopt, {}, {}}
-                                                  : std::move(outcome);
+                              out.outcome = error
+                                                ? relay::trial_outcome{-1, "threw", std::nullopt, {}, {}, {}}
+                                                : std::move(outcome);
                               ended();
                           });
     context.run();

@@ -1,0 +1,100 @@
+// Signing and writing a trial's attestation (see signed_result.hpp).
+#include "relay/attest/signed_result.hpp"
+
+#include "contracts/digest.hpp"
+#include "contracts/wire_json.hpp"
+#include "posix/io.hpp"
+#include "relay/attest/dsse.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace maka_eval::relay {
+
+namespace {
+
+std::string hash_file(const std::string& path) {
+    posix::unique_fd fd(posix::open_retry(path, O_RDONLY));
+    if (!fd) {
+        return {};
+    }
+    contracts::sha256 sha;
+    std::string buffer(std::size_t{1} << 20U, '\0');
+    while (true) {
+        const ssize_t got = posix::read_retry(fd.get(), buffer.data(), buffer.size());
+        if (got < 0) {
+            return {};
+        }
+        if (got == 0) {
+            return sha.hex();
+        }
+        sha.update(std::string_view(buffer.data(), static_cast<std::size_t>(got)));
+    }
+}
+
+std::string directory_of(const std::string& path) {
+    const auto parent = std::filesystem::path(path).parent_path();
+    return parent.empty() ? std::string(".") : parent.string();
+}
+
+} // namespace
+
+own_binary_digest::own_binary_digest()
+    : digest_(std::async(std::launch::async, [] { return hash_file("/proc/self/exe"); })) {}
+
+std::string own_binary_digest::get() {
+    return digest_.valid() ? digest_.get() : std::string();
+}
+
+boost::system::result<std::string, attestation_error> sign_statement(const signing_key& key,
+                                                                     const boost::json::object& statement) {
+    dsse_envelope envelope{
+        std::string(in_toto_payload_type), contracts::to_wire(statement), key.key_id(), {}};
+    auto signature = key.sign(pre_authentication_encoding(envelope.payload_type, envelope.payload));
+    if (!signature) {
+        return signature.error();
+    }
+    envelope.signature = std::move(*signature);
+    return to_line(envelope);
+}
+
+boost::system::result<void, attestation_error> check_attestation_path(const std::string& path) {
+    struct stat info {};
+    const std::string directory = directory_of(path);
+    if (::stat(directory.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+        return attestation_error{attestation_fault::write, "--attestation " + path + ": the directory " +
+                                                               directory + " does not exist"};
+    }
+    if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
+        return attestation_error{attestation_fault::write, "--attestation " + path + ": not a regular file"};
+    }
+    return {};
+}
+
+boost::system::result<void, attestation_error> write_attestation(const std::string& path,
+                                                                 std::string_view line) {
+    std::string temporary = directory_of(path) + "/.maka-eval-attestation-XXXXXX";
+    posix::unique_fd fd(::mkostemp(temporary.data(), O_CLOEXEC)); // created 0600
+    const auto failed = [&](const std::string& why) {
+        if (fd) {
+            (void)::unlink(temporary.c_str());
+        }
+        return attestation_error{attestation_fault::write, "--attestation " + path + ": " + why};
+    };
+    if (!fd) {
+        return failed(std::strerror(errno));
+    }
+    const std::string text = std::string(line) + "\n";
+    if (!posix::write_all(fd.get(), text) || ::fsync(fd.get()) != 0 ||
+        ::rename(temporary.c_str(), path.c_str()) != 0) {
+        return failed(std::strerror(errno));
+    }
+    return {};
+}
+
+} // namespace maka_eval::relay
