@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -137,6 +138,7 @@ TEST_CASE("keygen writes a 0600 private key and a public key with one key id, an
     CHECK(read(files.at("k.key")).starts_with("-----BEGIN PRIVATE KEY-----"));
     CHECK(read(files.at("k.pub")).starts_with("-----BEGIN PUBLIC KEY-----"));
     CHECK(signing_key::load(files.at("k.key"), "--sign-key").value().key_id() == *id);
+    CHECK(::prctl(PR_GET_DUMPABLE) == 0); // a process holding the key leaves no core file
     CHECK(verifying_key::load(files.at("k.pub")).value().key_id() == *id);
     CHECK(id->size() == 64);
     const std::string before = read(files.at("k.key"));
