@@ -4,6 +4,8 @@
 # @sigstore/core's DSSE encoding with Node's Ed25519), every tampering refused with its reason, and the
 # private key nowhere it must not be.
 #   attestation_test.sh RELAY BUILD_DIR CASE      CASE: local | docker | openssl | sigstore
+#   attestation_test.sh RELAY BUILD_DIR envelope PUB ENVELOPE
+#       an envelope made elsewhere (the real runners' trials): ours, openssl and @sigstore/core each verify it
 # Exit 0 passed, 1 failed (saying what), 77 skipped (saying why). MAKA_EVAL_TEST_HELPER: the helper that goes
 # into the container (default: the relay's own).
 set -uo pipefail
@@ -55,7 +57,41 @@ signed_local_trial() {
   [ -d "$artifacts" ] || fail "no artifacts directory in $(cat "$work/run.json")"
 }
 
+# sigstore_modules: @sigstore/core in the build folder (never the tree), installed once from the registry
+# npm is configured with; skips when it cannot be had.
+sigstore_modules() {
+  command -v node >/dev/null && command -v npm >/dev/null || skip "no node or npm (Debian: apt-get install nodejs npm)"
+  modules="$build/npm-sigstore"
+  if [ ! -d "$modules/node_modules/@sigstore/core" ]; then
+    mkdir -p "$modules"
+    npm install --prefix "$modules" --no-audit --no-fund --no-save @sigstore/core@4 >"$work/npm.log" 2>&1 ||
+      skip "npm could not install @sigstore/core: $(tail -3 "$work/npm.log")"
+  fi
+}
+
+# openssl_verifies PUB ENVELOPE: OpenSSL's CLI over the PAE bytes.
+openssl_verifies() {
+  split_envelope "$2"
+  openssl pkeyutl -verify -pubin -inkey "$1" -rawin -in "$work/pae.bin" -sigfile "$work/sig.bin" >"$work/out" 2>&1 &&
+    grep -q "Signature Verified Successfully" "$work/out"
+}
+
+# sigstore_verifies PUB ENVELOPE: @sigstore/core's DSSE encoding and Node's Ed25519.
+sigstore_verifies() {
+  node "$here/../relay/attest/sigstore_verify.js" "$modules/node_modules" "$1" "$2" >"$work/out" &&
+    grep -q "verified https://in-toto.io/Statement/v1" "$work/out"
+}
+
 case "$case_name" in
+envelope)
+  pub=${4:?usage: attestation_test.sh RELAY BUILD_DIR envelope PUB ENVELOPE}
+  envelope=${5:?usage: attestation_test.sh RELAY BUILD_DIR envelope PUB ENVELOPE}
+  "$relay" verify --key "$pub" "$envelope" >"$work/out" || fail "verify: $(cat "$work/out")"
+  command -v openssl >/dev/null || skip "no openssl command (Debian: apt-get install openssl)"
+  openssl_verifies "$pub" "$envelope" || fail "openssl refused it: $(cat "$work/out")"
+  sigstore_modules
+  sigstore_verifies "$pub" "$envelope" || fail "@sigstore/core refused it: $(cat "$work/out")"
+  ;;
 local)
   signed_local_trial
   key_id=$(awk '/^key id/ {print $3}' "$work/keygen")
@@ -152,30 +188,18 @@ EOF
 openssl)
   command -v openssl >/dev/null || skip "no openssl command (Debian: apt-get install openssl)"
   signed_local_trial
-  split_envelope "$work/att.json"
-  openssl pkeyutl -verify -pubin -inkey "$work/k.pub" -rawin -in "$work/pae.bin" -sigfile "$work/sig.bin" \
-    >"$work/out" 2>&1 || fail "openssl refused our envelope: $(cat "$work/out")"
-  grep -q "Signature Verified Successfully" "$work/out" || fail "openssl said: $(cat "$work/out")"
+  openssl_verifies "$work/k.pub" "$work/att.json" || fail "openssl refused our envelope: $(cat "$work/out")"
   printf x >>"$work/pae.bin"
   openssl pkeyutl -verify -pubin -inkey "$work/k.pub" -rawin -in "$work/pae.bin" -sigfile "$work/sig.bin" \
     >/dev/null 2>&1 && fail "openssl accepted a changed payload (the check cannot fail)"
   ;;
 sigstore)
-  command -v node >/dev/null && command -v npm >/dev/null || skip "no node or npm (Debian: apt-get install nodejs npm)"
-  modules="$build/npm-sigstore"
-  if [ ! -d "$modules/node_modules/@sigstore/core" ]; then
-    mkdir -p "$modules"
-    # Into the build folder, never the tree; from the registry npm is configured with.
-    npm install --prefix "$modules" --no-audit --no-fund --no-save @sigstore/core@4 >"$work/npm.log" 2>&1 ||
-      skip "npm could not install @sigstore/core: $(tail -3 "$work/npm.log")"
-  fi
+  sigstore_modules
   signed_local_trial
-  node "$here/../relay/attest/sigstore_verify.js" "$modules/node_modules" "$work/k.pub" "$work/att.json" \
-    >"$work/out" || fail "@sigstore/core refused our envelope: $(cat "$work/out")"
-  grep -q "verified https://in-toto.io/Statement/v1" "$work/out" || fail "sigstore said: $(cat "$work/out")"
+  sigstore_verifies "$work/k.pub" "$work/att.json" || fail "@sigstore/core refused our envelope: $(cat "$work/out")"
   "$relay" keygen --out "$work/other" >/dev/null
-  node "$here/../relay/attest/sigstore_verify.js" "$modules/node_modules" "$work/other.pub" "$work/att.json" \
-    >/dev/null && fail "@sigstore/core accepted another key's envelope (the check cannot fail)"
+  sigstore_verifies "$work/other.pub" "$work/att.json" &&
+    fail "@sigstore/core accepted another key's envelope (the check cannot fail)"
   ;;
 *)
   echo "unknown case $case_name" >&2

@@ -46,6 +46,9 @@ EXIT_SUCCESS, EXIT_TRANSPORT_LOST, EXIT_CANCELLED, EXIT_HOST_TEARDOWN = 0, 3, 6,
 # How long past the teardown budget a stopping relay may take before it is killed.
 STOP_MARGIN_SEC = 15.0
 LOG_LINE_LIMIT = 1024 * 1024
+# The signed result (sign_key_file=…) in the agent's log directory: a DSSE envelope, one line;
+# `maka-eval-relay verify --key PUB.pem` checks it.
+ATTESTATION_NAME = "maka-eval-attestation.dsse.json"
 # The relay's log kept for maka-eval-relay.log (a trial's log is a few KiB; this bounds a runaway).
 LOG_FILE_LIMIT = 16 * 1024 * 1024
 
@@ -96,6 +99,7 @@ class RelayAgentCore:
         helper_binary: str | None = None,
         helper_in_container: str | None = None,
         docker_fast_path: bool = True,
+        sign_key_file: str | None = None,
         **kwargs: Any,
     ):
         super().__init__(*args, **kwargs)
@@ -118,6 +122,9 @@ class RelayAgentCore:
         self._helper_binary = helper_binary
         self._helper_in_container = helper_in_container
         self._docker_fast_path = docker_fast_path
+        # The relay signs what it observed with this Ed25519 key (maka-eval-relay keygen; a 0600 file of the
+        # runner's user): the envelope lands in the agent's log directory as ATTESTATION_NAME.
+        self._sign_key_file = sign_key_file
 
     @staticmethod
     def name() -> str:
@@ -182,6 +189,13 @@ class RelayAgentCore:
                 argv += ["--mask", name]
         inherited = tuple(fd for fd in (theirs.fileno() if theirs else None, env_read, follow_write)
                           if fd is not None)
+        signed_dir = None
+        if self._sign_key_file:
+            # The relay writes the envelope on this host, in a directory only we can enter; it is published
+            # into the log directory once the relay has exited (as the log: a subject may write there).
+            signed_dir = tempfile.mkdtemp(prefix="maka-eval-attestation-")
+            argv += ["--sign-key", str(self._sign_key_file), "--attestation",
+                     os.path.join(signed_dir, ATTESTATION_NAME)]
         handle, instruction_path = tempfile.mkstemp(prefix="maka-eval-instruction-")  # 0600
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             out.write(instruction)
@@ -232,6 +246,8 @@ class RelayAgentCore:
             errors, phases = await following
         finally:
             forget_instruction()
+            if signed_dir is not None:
+                self._publish_attestation(signed_dir, log)
             # The relay has exited: the bridge is at EOF (what the relay left in flight is settled there) and
             # its log is complete. A cancellation arriving meanwhile waits for this cleanup, then goes on.
             cancelled = False
@@ -257,6 +273,20 @@ class RelayAgentCore:
         final = errors[-1] if errors else f"maka-eval-relay exited with status {code}"
         detail = "; ".join(errors[:-1])
         raise RuntimeError(f"{final} ({detail})" if detail else final)
+
+    def _publish_attestation(self, signed_dir: str, log: Any) -> None:
+        """The signed result into the agent's log directory (the runner's trial folder), then its scratch gone."""
+        source = Path(signed_dir) / ATTESTATION_NAME
+        logs_dir = getattr(self, "logs_dir", None)
+        try:
+            if source.exists() and logs_dir is not None:
+                _publish(Path(logs_dir), ATTESTATION_NAME, source.read_bytes())
+            elif logs_dir is not None:
+                log.warning("maka-eval-relay: no signed result was made (the relay's log says why)")
+        except OSError as error:
+            log.warning("maka-eval-relay: cannot write the signed result into %s: %s", logs_dir, error)
+        finally:
+            shutil.rmtree(signed_dir, ignore_errors=True)
 
     async def _stop(self, process: asyncio.subprocess.Process) -> None:
         """SIGTERM (agent timeout) or SIGINT (host teardown), then wait within the teardown budget."""

@@ -209,9 +209,12 @@ class RunnerTrial:
         self.entries = work / "log-entries.jsonl"
 
     def argv(self, task: Path, subject: str, *, timeout_sec: float | None = None, cancel_on_start: bool = False,
-             teardown_ms: int = 110000, relay_env: dict[str, str] | None = None) -> list[str]:
+             teardown_ms: int = 110000, relay_env: dict[str, str] | None = None,
+             sign_key: Path | None = None) -> list[str]:
         kwargs = {"teardown_timeout_ms": teardown_ms, "relay_binary": str(self.relay_link),
                   "docker_fast_path": self.path == "fast"}
+        if sign_key is not None:
+            kwargs["sign_key_file"] = str(sign_key)
         if HELPER:
             kwargs["helper_binary"] = HELPER
         argv = [self.kit_env["KIT_PYTHON"], str(HERE / "runner_trial.py"), "--kit", str(KIT),
@@ -300,8 +303,13 @@ def test_completes(runner_id: str, path: str, work: Path) -> None:
     task = write_task(work / "task", runner, facts_verifier(expected_facts(runner, live)))
     payload = '{"status":"completed","runner":"' + runner_id + '"}'
     subject = COMPLETING + frame_snippet(payload) + "\n"
-    out = trial.run(trial.argv(task, subject, relay_env={"WAIT_RELEASE": "1" if live else "0"}))
+    # Signed (sign_key_file): the envelope lands in the trial's agent folder and verifies three ways.
+    keys = subprocess.run([RELAY, "keygen", "--out", str(work / "sign")], capture_output=True, text=True)
+    check(keys.returncode == 0, "keygen failed", keys.stderr)
+    out = trial.run(trial.argv(task, subject, relay_env={"WAIT_RELEASE": "1" if live else "0"},
+                               sign_key=work / "sign.key"))
     evidence = trial.evidence(out)
+    check_signed(trial, work / "sign.pub", payload, evidence)
     check(out.get("exception") is None, "the runner recorded an exception", evidence)
     check(out.get("reward") == 1.0, "the runner's verifier did not grant the reward", evidence)
     executed = (out.get("relay") or {}).get("executed") or {}
@@ -332,6 +340,25 @@ def test_completes(runner_id: str, path: str, work: Path) -> None:
             check(agent == [], "the bridge handed output to the log callbacks", entries)
     else:
         check(entries == [], "Pier has no log callbacks, yet entries were recorded", entries)
+
+
+def check_signed(trial: "RunnerTrial", pub: Path, payload: str, evidence: dict) -> None:
+    """The trial's signed result: in the agent's log folder, verified by our verify and by openssl and
+    @sigstore/core (tests/e2e/attestation_test.sh), its statement naming this backend and this frame."""
+    envelope = find_file(trial.trial_dir, "maka-eval-attestation.dsse.json")
+    check(envelope is not None, "no signed result in the trial's folder", evidence)
+    build = Path(RELAY).resolve().parent.parent
+    three = subprocess.run(["bash", str(ROOT / "tests" / "e2e" / "attestation_test.sh"), RELAY, str(build),
+                            "envelope", str(pub), str(envelope)], capture_output=True, text=True)
+    check(three.returncode == 0, "the signed result did not verify three ways", three.stdout + three.stderr)
+    shown = subprocess.run([RELAY, "verify", "--json", "--key", str(pub), str(envelope)], capture_output=True,
+                           text=True)
+    statement = json.loads(shown.stdout)
+    predicate = statement["predicate"]
+    backend = "docker" if trial.path == "fast" else "bridge"
+    check(predicate["environment"]["backend"] == backend, f"the statement does not say {backend}", predicate)
+    check(predicate["executed"]["stdout"] == payload, "the statement's executed is not the trial's", predicate)
+    check(SECRET not in envelope.read_text(), "a secret is in the signed result")
 
 
 def stubborn_verifier() -> str:
