@@ -36,6 +36,8 @@ the same run. Measurements (issue targets in brackets):
   3d. stdin: 100 MiB forwarded to a subject (`run -i`, the subject `wc -c`) against a bare `docker exec -i` of
      the same subject in the same container, both reading the same file, interleaved [>= 0.8x its rate,
      i.e. <= 1.25x its time]
+  3e. signed results: a warm trial with --sign-key/--attestation against the same trial unsigned, interleaved
+     [<= +1 ms]; `verify --artifacts` over a 1 GiB artifact against `sha256sum` of the same files [<= 1.1x]
   8. with --against BUILD (`--only versus`): warm and cold trials of this build against another build's relay,
      alternated in one run (a change's cost, e.g. against a worktree of the commit before it)
 """
@@ -325,6 +327,46 @@ def stdin_forwarding(relay, repeats, rows):
                          f"**{ratio:.2f}×** its rate ({fmt(bare, 'ms')}); target ≥ 0.8×"))
         finally:
             c.remove()
+
+
+def signing(relay, repeats, rows):
+    """What signing a trial's result costs: warm trials with and without --sign-key, interleaved in one
+    container; and `verify --artifacts` over a trial's 1 GiB stdout against sha256sum of the same files."""
+    c = Container("maka-bench-signing")
+    with tempfile.TemporaryDirectory(prefix="maka-bench-sign-") as work:
+        subprocess.run([relay, "keygen", "--out", f"{work}/k"], check=True, capture_output=True)
+        signed = ("--sign-key", f"{work}/k.key", "--attestation", f"{work}/a.json")
+        try:
+            run_trial(relay, c.name, "true", extra=signed)  # the relay's own digest remembered, as on a host
+            plain, sign = [], []
+            for i in range(repeats * 2):
+                for which in ((plain, ()), (sign, signed)) if i % 2 == 0 else ((sign, signed), (plain, ())):
+                    wall, result, _ = run_trial(relay, c.name, "true", extra=which[1])
+                    assert result["exit"] == 0, result
+                    which[0].append(wall * 1000)
+            delta = statistics.median(sign) - statistics.median(plain)
+            rows.append(("signed result: a warm trial with --sign-key (DSSE over the in-toto statement, written "
+                         "0600)", fmt(sign, "ms"), f"**{delta:+.1f} ms** against unsigned ({fmt(plain, 'ms')}); "
+                         "target ≤ +1 ms"))
+        finally:
+            c.remove()
+        run = subprocess.run([relay, "run", "--quiet", "--json", *signed, "--", "head", "-c", "1G", "/dev/zero"],
+                             capture_output=True, text=True, check=True)
+        artifacts = json.loads(run.stdout.strip().splitlines()[-1])["artifacts"]
+        files = sorted(os.path.join(artifacts, name) for name in os.listdir(artifacts))
+        ours, theirs = [], []
+        for _ in range(3):
+            begun = time.monotonic()
+            subprocess.run([relay, "verify", "--key", f"{work}/k.pub", "--artifacts", artifacts, f"{work}/a.json"],
+                           check=True, capture_output=True)
+            ours.append((time.monotonic() - begun) * 1000)
+            begun = time.monotonic()
+            subprocess.run(["sha256sum", *files], check=True, capture_output=True)
+            theirs.append((time.monotonic() - begun) * 1000)
+        shutil.rmtree(os.path.dirname(artifacts), ignore_errors=True)
+        ratio = statistics.median(ours) / statistics.median(theirs)
+        rows.append(("`verify --artifacts` over 1 GiB of artifacts", fmt(ours, "ms"),
+                     f"**{ratio:.2f}×** `sha256sum` of the same files ({fmt(theirs, 'ms')}); target ≤ 1.1×"))
 
 
 def many_credentials(count=200, size=4096, seed=20261206):
@@ -859,7 +901,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", required=True)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
-    parser.add_argument("--only", help="one measurement: overhead, cold, cold-connect, cancel, capture, stdin, memory, masking, credentials, concurrent, "
+    parser.add_argument("--only", help="one measurement: overhead, cold, cold-connect, cancel, capture, stdin, signing, memory, masking, credentials, concurrent, "
                                        "size, projection, tls, bridge, podman, versus")
     parser.add_argument("--concurrent", type=int, default=128, help="trials at once in `concurrent` (128)")
     parser.add_argument("--against", help="another build directory: `versus` compares warm and cold trials "
@@ -876,6 +918,7 @@ def main():
         "cancel": lambda: cancel(relay, 3 if args.quick else 5, rows),
         "capture": lambda: capture(relay, 3 if args.quick else 5, rows),
         "stdin": lambda: stdin_forwarding(relay, 3 if args.quick else 7, rows),
+        "signing": lambda: signing(relay, 5 if args.quick else 15, rows),
         "memory": lambda: memory(relay, rows),
         "masking": lambda: masking(relay, rows),
         "credentials": lambda: credentials_at_scale(relay, 3 if args.quick else 7, rows),

@@ -10,6 +10,7 @@
 #include "relay/attest/signing_key.hpp"
 
 #include <future>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -20,7 +21,8 @@ namespace maka_eval::relay {
 
 class own_binary_digest {
   public:
-    own_binary_digest(); // starts hashing /proc/self/exe
+    // Starts hashing /proc/self/exe, unless `known` (remembered for this very file) says it already.
+    explicit own_binary_digest(std::optional<std::string> known = std::nullopt);
     // The lowercase hex digest (empty if the binary could not be read); waits for the hashing to end.
     [[nodiscard]] std::string get();
 

@@ -82,8 +82,8 @@ boost::system::result<void, attestation_error> create_file(const std::string& pa
 
 } // namespace
 
-boost::system::result<signing_key, attestation_error> signing_key::load(const std::string& path,
-                                                                        std::string_view what) {
+boost::system::result<private_key_text, attestation_error> read_private_key(const std::string& path,
+                                                                            std::string_view what) {
     const std::string named = std::string(what) + " " + path;
     posix::unique_fd fd(posix::open_retry(path, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK));
     if (!fd) {
@@ -110,21 +110,39 @@ boost::system::result<signing_key, attestation_error> signing_key::load(const st
     }
     // From here the process holds a private key: no core file, and no ptrace by another process of its user.
     (void)::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    auto text = posix::read_all(fd.get(), key_file_limit);
+    auto text = posix::read_all(fd.get(), key_file_limit, posix::contents::secret);
     if (!text) {
         return attestation_error{attestation_fault::key_file, named + ": " + text.error().message()};
     }
-    contracts::secret_text pem(std::move(*text));
-    bio_ptr bio(BIO_new_mem_buf(pem.view().data(), static_cast<int>(pem.view().size())));
+    private_key_text out{named, contracts::secret_text(std::move(*text))};
+    if (out.pem.view().find("-----BEGIN PRIVATE KEY-----") == std::string_view::npos) {
+        return attestation_error{attestation_fault::key_format,
+                                 named + ": not a private key in PEM (PKCS#8, as keygen writes)"};
+    }
+    return out;
+}
+
+boost::system::result<signing_key, attestation_error> signing_key::parse(const private_key_text& text) {
+    bio_ptr bio(BIO_new_mem_buf(text.pem.view().data(), static_cast<int>(text.pem.view().size())));
     EVP_PKEY* key = bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr) : nullptr;
     signing_key out;
     out.key_.reset(key);
     if (!is_ed25519(key)) {
         return attestation_error{attestation_fault::key_format,
-                                 named + ": not an Ed25519 private key in PEM (PKCS#8, as keygen writes)"};
+                                 text.named +
+                                     ": not an Ed25519 private key in PEM (PKCS#8, as keygen writes)"};
     }
     out.key_id_ = key_id_of(key);
     return out;
+}
+
+boost::system::result<signing_key, attestation_error> signing_key::load(const std::string& path,
+                                                                        std::string_view what) {
+    auto text = read_private_key(path, what);
+    if (!text) {
+        return text.error();
+    }
+    return parse(*text);
 }
 
 boost::system::result<std::string, attestation_error> signing_key::sign(std::string_view message) const {

@@ -7,6 +7,7 @@
 // (SubjectPublicKeyInfo): the same for the private key and the .pub written beside it.
 #pragma once
 
+#include "contracts/secret.hpp"
 #include "relay/attest/attestation_error.hpp"
 
 #include <memory>
@@ -24,11 +25,23 @@ struct pkey_free {
 using pkey_ptr = std::unique_ptr<void, pkey_free>; // an EVP_PKEY*, kept out of this header
 } // namespace detail
 
+// A private key file's text, read under the rules above (and the process made non-dumpable first), its
+// PEM armour checked; wiped when dropped. Cheap: what OpenSSL does with it (parse_key) is not.
+struct private_key_text {
+    std::string named; // "--sign-key FILE", for errors
+    contracts::secret_text pem;
+};
+boost::system::result<private_key_text, attestation_error> read_private_key(const std::string& path,
+                                                                            std::string_view what);
+
 class signing_key {
   public:
     // Reads `path` under the rules above; `what` names the option it came from in errors ("--sign-key").
     static boost::system::result<signing_key, attestation_error> load(const std::string& path,
                                                                       std::string_view what);
+    // The key in a file read by read_private_key. OpenSSL's decoders and providers take milliseconds to
+    // start: a relay may do this on a thread of its own while the trial begins.
+    static boost::system::result<signing_key, attestation_error> parse(const private_key_text& text);
     [[nodiscard]] const std::string& key_id() const { return key_id_; }
     // The raw 64-byte Ed25519 signature of `message`.
     [[nodiscard]] boost::system::result<std::string, attestation_error> sign(std::string_view message) const;

@@ -239,8 +239,6 @@ void install_record::forget(std::string_view container_id) const {
 
 namespace {
 
-constexpr const char* digest_memo = ".helper-digest";
-
 std::string digest_key(const struct stat& info) {
     const auto ns = [](const struct timespec& t) {
         return std::to_string(t.tv_sec) + "." + std::to_string(t.tv_nsec);
@@ -251,12 +249,13 @@ std::string digest_key(const struct stat& info) {
 
 } // namespace
 
-std::optional<std::string> install_record::remembered_digest(const struct stat& info) const {
+std::optional<std::string> install_record::remembered_digest(const struct stat& info,
+                                                             std::string_view memo_name) const {
     if (directory_ < 0) {
         return std::nullopt;
     }
     const posix::unique_fd memo(
-        posix::open_retry(digest_memo, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0, directory_));
+        posix::open_retry(std::string(memo_name), O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0, directory_));
     if (!memo) {
         return std::nullopt;
     }
@@ -273,14 +272,15 @@ std::optional<std::string> install_record::remembered_digest(const struct stat& 
     return digest;
 }
 
-void install_record::remember_digest(const struct stat& info, const std::string& digest) const {
+void install_record::remember_digest(const struct stat& info, const std::string& digest,
+                                     std::string_view memo_name) const {
     const auto changed = std::chrono::system_clock::from_time_t(info.st_ctim.tv_sec);
     if (directory_ < 0 || digest.size() != 64 ||
         std::chrono::system_clock::now() - changed < std::chrono::seconds(2)) {
         return;
     }
     // Written aside and renamed over the entry: a reader sees the old line or the new one, whole.
-    const std::string staged = std::string(digest_memo) + "." + std::to_string(::getpid());
+    const std::string staged = std::string(memo_name) + "." + std::to_string(::getpid());
     const std::string line = digest_key(info) + " " + digest + "\n";
     bool written = false;
     {
@@ -288,7 +288,7 @@ void install_record::remember_digest(const struct stat& info, const std::string&
             posix::open_retry(staged, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600, directory_));
         written = out && posix::write_all(out.get(), line);
     }
-    if (!written || ::renameat(directory_, staged.c_str(), directory_, digest_memo) != 0) {
+    if (!written || ::renameat(directory_, staged.c_str(), directory_, std::string(memo_name).c_str()) != 0) {
         (void)::unlinkat(directory_, staged.c_str(), 0);
     }
 }

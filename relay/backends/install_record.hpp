@@ -54,10 +54,16 @@ class install_record {
     // modification and change time (a write or a replacement changes one of them; the change time cannot be
     // set back). Hashing the megabyte was the longest step before a warm trial's exec. nullopt when not
     // remembered.
-    [[nodiscard]] std::optional<std::string> remembered_digest(const struct stat& info) const;
-    // Remembers it (one entry: the last helper hashed), unless the file changed within the last seconds,
-    // where a write in the same clock tick would not show in its times.
-    void remember_digest(const struct stat& info, const std::string& digest) const;
+    // `memo` names the entry: the helper's by default, the relay's own binary under relay_digest_memo (a
+    // signed result names it, and an unstripped build is tens of megabytes).
+    [[nodiscard]] std::optional<std::string>
+    remembered_digest(const struct stat& info, std::string_view memo = helper_digest_memo) const;
+    // Remembers it (one entry per memo: the last file hashed), unless the file changed within the last
+    // seconds, where a write in the same clock tick would not show in its times.
+    void remember_digest(const struct stat& info, const std::string& digest,
+                         std::string_view memo = helper_digest_memo) const;
+    static constexpr std::string_view helper_digest_memo = ".helper-digest";
+    static constexpr std::string_view relay_digest_memo = ".relay-digest";
 
     // Why no record is kept (empty when one is).
     [[nodiscard]] const std::string& unused_because() const { return unused_because_; }

@@ -6,6 +6,7 @@
 #include "posix/io.hpp"
 #include "relay/attest/statement.hpp"
 #include "relay/attest/verification.hpp"
+#include "relay/backends/install_record.hpp"
 #include "relay/support/exit_codes.hpp"
 
 #include <iostream>
@@ -122,13 +123,32 @@ trial_signer::from(const common_options& options) {
             return checked.error();
         }
     }
-    auto key = signing_key::load(options.sign_key_file, "--sign-key");
-    if (!key) {
-        return key.error();
+    auto text = read_private_key(options.sign_key_file, "--sign-key");
+    if (!text) {
+        return text.error();
     }
-    std::optional<trial_signer> signer(trial_signer(std::move(*key), options.attestation_path));
-    signer->relay_digest_.emplace();
+    std::optional<trial_signer> signer(trial_signer(options.attestation_path));
+    signer->key_ =
+        std::async(std::launch::async, [pem = std::move(*text)] { return signing_key::parse(pem); });
+    // The relay's own digest, remembered per binary where relays keep their record (an unstripped build is
+    // tens of megabytes): hashed on a thread of its own only when this binary is new.
+    std::optional<std::string> known;
+    struct stat info {};
+    if (::stat("/proc/self/exe", &info) == 0) {
+        signer->relay_file_ = info;
+        known = install_record().remembered_digest(info, install_record::relay_digest_memo);
+    }
+    signer->relay_digest_known_ = known.has_value();
+    signer->relay_digest_.emplace(std::move(known));
     return signer;
+}
+
+std::string trial_signer::relay_digest() {
+    std::string digest = relay_digest_ ? relay_digest_->get() : std::string();
+    if (!relay_digest_known_ && relay_file_ && !digest.empty()) {
+        install_record().remember_digest(*relay_file_, digest, install_record::relay_digest_memo);
+    }
+    return digest;
 }
 
 boost::system::result<std::string, attestation_error>
@@ -139,10 +159,14 @@ trial_signer::sign(const trial_config& config, const trial_outcome& outcome, con
                                   outcome.usage,
                                   config.teardown_budget.count(),
                                   MAKA_EVAL_VERSION,
-                                  relay_digest_ ? relay_digest_->get() : std::string(),
+                                  relay_digest(),
                                   contracts::sha256_hex(config.token),
                                   contracts::sha256_hex(config.instruction)};
-    auto line = sign_statement(key_, make_statement(inputs));
+    auto key = key_.get();
+    if (!key) {
+        return key.error();
+    }
+    auto line = sign_statement(*key, make_statement(inputs));
     if (!line) {
         return line.error();
     }

@@ -8,18 +8,22 @@
 #include "relay/trial/backend.hpp"
 #include "relay/trial/trial.hpp"
 
+#include <future>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <sys/stat.h>
 
 namespace maka_eval::relay {
 
 [[nodiscard]] int keygen_command(std::span<const std::string_view> args);
 [[nodiscard]] int verify_command(std::span<const std::string_view> args);
 
-// A trial's signer: the key, checked and loaded before the trial so that a bad one costs no trial, and the
-// relay's own digest, hashed meanwhile.
+// A trial's signer: the key file checked and read before the trial, so that a wrong one costs no trial;
+// OpenSSL's parse of it (milliseconds of decoder and provider start-up) and the relay's own digest run on
+// threads of their own meanwhile, off the trial's path. The trial's one Asio thread never waits for them:
+// only sign(), after the trial, does.
 class trial_signer {
   public:
     // nullopt with nothing to sign (no key given); an error for a key that cannot be used.
@@ -31,10 +35,14 @@ class trial_signer {
     sign(const trial_config& config, const trial_outcome& outcome, const backend& env);
 
   private:
-    trial_signer(signing_key key, std::string path) : key_(std::move(key)), path_(std::move(path)) {}
-    signing_key key_;
+    explicit trial_signer(std::string path) : path_(std::move(path)) {}
+    [[nodiscard]] std::string relay_digest();
+
+    std::future<boost::system::result<signing_key, attestation_error>> key_;
     std::string path_;
     std::optional<own_binary_digest> relay_digest_;
+    std::optional<struct stat> relay_file_; // what /proc/self/exe is, the key its digest is remembered by
+    bool relay_digest_known_ = false;
 };
 
 } // namespace maka_eval::relay
