@@ -105,7 +105,7 @@ std::string trial_artifacts::publish(bool drained) {
     entries.push_back(std::move(usage_entry));
     usage_fd_ = posix::unique_fd();
     // Synced itself before the report goes out, so that `executed` never precedes what it vouches for.
-    const std::string text = contracts::to_wire(contracts::to_json(entries)) + "\n";
+    std::string text = contracts::to_wire(contracts::to_json(entries)) + "\n";
     if (!write_all(receipt_fd_.get(), text) || ::fdatasync(receipt_fd_.get()) != 0) {
         log_line("cannot write " + std::string(contracts::receipt_artifact_name) + ": " +
                  std::strerror(errno));

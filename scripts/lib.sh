@@ -29,9 +29,11 @@ BUILD_PACKAGES=(g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev lib
 # What the full test command needs on top: clang for the sanitizer and fuzz builds, the linters, the engine,
 # the openssl and ip commands (the TLS engine's certificates and bridge), and Podman with what its rootless
 # mode needs, procps for the service script's ps, pgrep and pkill (tests/e2e/podman_service.sh), and tmux,
-# which types at run -it as a person would (tests/e2e/terminal_test.sh).
+# which types at run -it as a person would (tests/e2e/terminal_test.sh), and Node.js with npm, which install
+# @sigstore/core into the build folder to check our signed results with code we did not write
+# (tests/e2e/attestation_test.sh).
 TEST_PACKAGES=(clang-14 libclang-rt-14-dev clang-format-14 clang-tidy-14 docker.io busybox-static openssl iproute2
-  podman catatonit uidmap slirp4netns fuse-overlayfs procps tmux)
+  podman catatonit uidmap slirp4netns fuse-overlayfs procps tmux nodejs npm)
 
 # build_preset NAME [TARGET...]
 build_preset() {

@@ -35,7 +35,7 @@ struct md_ctx_free {
 using md_ctx_ptr = std::unique_ptr<EVP_MD_CTX, md_ctx_free>;
 
 // A PEM file's text is at most a few hundred bytes; anything far larger is not a key.
-constexpr std::size_t key_file_limit = 64 * 1024;
+constexpr std::size_t key_file_limit = std::size_t{64} * 1024;
 
 EVP_PKEY* raw(const detail::pkey_ptr& key) {
     return static_cast<EVP_PKEY*>(key.get());

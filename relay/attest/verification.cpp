@@ -11,6 +11,7 @@
 
 #include <fcntl.h>
 #include <filesystem>
+#include <initializer_list>
 #include <map>
 #include <sstream>
 
@@ -47,38 +48,46 @@ std::optional<std::string> file_sha256(const std::string& path) {
     }
 }
 
+// "artifact NAME: …" or "--artifacts DIR: …", built in one string.
+attestation_error artifact_error(std::string_view lead, std::string_view subject,
+                                 std::initializer_list<std::string_view> rest) {
+    std::string text(lead);
+    text.append(subject);
+    for (const auto part : rest) {
+        text.append(part);
+    }
+    return {attestation_fault::artifact, std::move(text)};
+}
+
 // Every listed file hashes to its digest, and the directory holds no file the statement does not list.
 boost::system::result<std::size_t, attestation_error>
 check_artifacts(const std::map<std::string, std::string>& listed, const std::string& dir) {
     std::error_code failed;
     if (!std::filesystem::is_directory(dir, failed)) {
-        return attestation_error{attestation_fault::artifact, "--artifacts " + dir + ": not a directory"};
+        return artifact_error("--artifacts ", dir, {": not a directory"});
     }
     for (const auto& entry : std::filesystem::directory_iterator(dir, failed)) {
         const auto name = entry.path().filename().string();
         if (!listed.contains(name)) {
-            return attestation_error{attestation_fault::artifact,
-                                     "artifact " + name + ": in " + dir + " but not in the signed result"};
+            return artifact_error("artifact ", name, {": in ", dir, " but not in the signed result"});
         }
     }
     if (failed) {
-        return attestation_error{attestation_fault::artifact, "--artifacts " + dir + ": " + failed.message()};
+        return artifact_error("--artifacts ", dir, {": ", failed.message()});
     }
     for (const auto& [name, digest] : listed) {
-        const auto path = dir + "/" + name;
+        const auto path = std::string(dir).append("/").append(name);
         std::error_code missing;
         if (!std::filesystem::is_regular_file(std::filesystem::symlink_status(path, missing))) {
-            return attestation_error{attestation_fault::artifact,
-                                     "artifact " + name + ": signed, but not a file in " + dir};
+            return artifact_error("artifact ", name, {": signed, but not a file in ", dir});
         }
         const auto found = file_sha256(path);
         if (!found) {
-            return attestation_error{attestation_fault::artifact, "artifact " + name + ": cannot be read"};
+            return artifact_error("artifact ", name, {": cannot be read"});
         }
         if (*found != digest) {
-            return attestation_error{attestation_fault::artifact, "artifact " + name + ": its SHA-256 is " +
-                                                                      *found + ", the signed result says " +
-                                                                      digest};
+            return artifact_error("artifact ", name,
+                                  {": its SHA-256 is ", *found, ", the signed result says ", digest});
         }
     }
     return listed.size();
