@@ -167,6 +167,11 @@ docker)
     fail "the private key is in the relay's argv or environment"
   wait "$relay_pid" || fail "the signed docker run exited $?: $(cat "$work/relay.log")"
   "$relay" verify --key "$work/k.pub" "$work/att.json" >"$work/out" || fail "verify: $(cat "$work/out")"
+  openssl_verifies "$work/k.pub" "$work/att.json" || fail "openssl refused the docker trial's envelope: $(cat "$work/out")"
+  if command -v node >/dev/null && command -v npm >/dev/null; then
+    sigstore_modules
+    sigstore_verifies "$work/k.pub" "$work/att.json" || fail "@sigstore/core refused it: $(cat "$work/out")"
+  fi
   id=$(docker inspect -f '{{.Id}}' "$container")
   image=$(docker inspect -f '{{.Image}}' "$container")
   "$relay" verify --json --key "$work/k.pub" "$work/att.json" >"$work/statement.json"
