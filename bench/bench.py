@@ -597,7 +597,7 @@ def cold_connect(build, relay, other, rounds, rows):
     if other:
         relays[f"the other build ({os.path.dirname(os.path.dirname(other))})"] = other
     walls = {label: [] for label in relays}
-    bare, spans = [], {}
+    bare, spans = [], {label: {} for label in relays}
 
     def bare_exec(i):
         c = Container(f"maka-bench-coldc-bare{i}")
@@ -614,10 +614,9 @@ def cold_connect(build, relay, other, rounds, rows):
         try:
             wall, ph = connect_trial(r, c.name, script, payload)
             walls[label].append(wall)
-            if label == "this build":
-                for name, entry in ph.items():
-                    if "ms" in entry:
-                        spans.setdefault(name, []).append(float(entry["ms"]))
+            for name, entry in ph.items():
+                if "ms" in entry:
+                    spans[label].setdefault(name, []).append(float(entry["ms"]))
         finally:
             c.remove()
 
@@ -634,9 +633,10 @@ def cold_connect(build, relay, other, rounds, rows):
             note += "; this build: " + \
                 f"{statistics.median(walls['this build']) / statistics.median(w):.3f}× it (target ≤ 1.0×)"
         rows.append((f"cold trial through `connect`, frame-printing subject, {label}", fmt(w, "ms"), note))
-    if spans:
-        shown = ", ".join(f"{n} {statistics.median(v):.1f}" for n, v in spans.items())
-        rows.append(("… this build's phase log (ms since the phase before, medians)", shown, ""))
+    for label, by_phase in spans.items():
+        if by_phase:
+            shown = ", ".join(f"{n} {statistics.median(v):.1f}" for n, v in by_phase.items())
+            rows.append((f"… {label}'s phase log (ms since the phase before, medians)", shown, ""))
 
 
 def versus(relay, other, repeats, rows):
