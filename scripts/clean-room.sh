@@ -43,7 +43,18 @@ drop=()
 # the tests that use it then run or skip for their own reasons (a bare Debian 12 has no pydantic 2).
 shared=()
 [ -d "$MAKA_ROOT/../shared" ] && shared=(-v "$(cd "$MAKA_ROOT/../shared" && pwd):/shared:ro")
-docker run --rm --init --cap-add ALL "${drop[@]}" --security-opt seccomp=unconfined \
+# npm as this machine has it configured (its registry, and the CA bundle it trusts where it names one): the
+# signed-result tests install @sigstore/core with it (tests/e2e/attestation_test.sh).
+npm_config=()
+if command -v npm >/dev/null; then
+  registry=$(npm config get registry 2>/dev/null || true)
+  cafile=$(npm config get cafile 2>/dev/null || true)
+  [ -z "$registry" ] || [ "$registry" = undefined ] || npm_config+=(-e "NPM_CONFIG_REGISTRY=$registry")
+  if [ -n "$cafile" ] && [ -f "$cafile" ]; then
+    npm_config+=(-v "$cafile:/etc/maka-npm-ca.crt:ro" -e NPM_CONFIG_CAFILE=/etc/maka-npm-ca.crt)
+  fi
+fi
+docker run --rm --init --cap-add ALL "${drop[@]}" "${npm_config[@]}" --security-opt seccomp=unconfined \
   --security-opt apparmor=unconfined --security-opt systempaths=unconfined "${shared[@]}" \
   -v /sys/fs/cgroup:/sys/fs/cgroup:rw "${data_root[@]}" -v "$tree:/src" -w /src "$image" "$@" ||
   status=$?

@@ -65,7 +65,7 @@ sigstore_modules() {
   if [ ! -d "$modules/node_modules/@sigstore/core" ]; then
     mkdir -p "$modules"
     npm install --prefix "$modules" --no-audit --no-fund --no-save @sigstore/core@4 >"$work/npm.log" 2>&1 ||
-      skip "npm could not install @sigstore/core: $(tail -3 "$work/npm.log")"
+      skip "npm could not install @sigstore/core: $(grep -m3 -iE 'err|fail|cert|timed out' "$work/npm.log" | tr '\n' ' ')"
   fi
 }
 
