@@ -133,6 +133,11 @@ boost::system::result<signing_key, attestation_error> signing_key::parse(const p
                                      ": not an Ed25519 private key in PEM (PKCS#8, as keygen writes)"};
     }
     out.key_id_ = key_id_of(key);
+    // One signature now: a key that cannot sign is found before the trial, and OpenSSL's first signing
+    // (its method fetches and caches, milliseconds) happens here, on the parsing thread, not after the trial.
+    if (auto signed_once = out.sign("maka-eval-relay"); !signed_once) {
+        return signed_once.error();
+    }
     return out;
 }
 
