@@ -2,12 +2,14 @@
 #include "relay/backends/helper_binary.hpp"
 
 #include "posix/executable_search.hpp"
+#include "relay/backends/install_record.hpp"
 #include "relay/support/environment.hpp"
 
 #include <array>
 #include <cerrno>
 #include <fcntl.h>
 #include <filesystem>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace maka_eval::relay {
@@ -110,8 +112,24 @@ boost::system::result<std::string, relay_error> helper_content_name(const std::s
 }
 
 std::string digest_or_empty(const std::string& path) {
+    // Remembered for this very file (device, inode, size, times), as the docker backend remembers it: a
+    // signed local trial must not hash the megabyte each time.
+    const install_record record;
+    struct stat info {};
+    const bool known_file = ::stat(path.c_str(), &info) == 0;
+    if (known_file) {
+        if (auto known = record.remembered_digest(info)) {
+            return *known;
+        }
+    }
     auto digest = helper_digest(path);
-    return digest ? std::move(*digest) : std::string();
+    if (!digest) {
+        return {};
+    }
+    if (known_file) {
+        record.remember_digest(info, *digest);
+    }
+    return std::move(*digest);
 }
 
 } // namespace maka_eval::relay
