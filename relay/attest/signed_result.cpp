@@ -1,10 +1,10 @@
 // Signing and writing a trial's attestation (see signed_result.hpp).
 #include "relay/attest/signed_result.hpp"
 
-#include "contracts/digest.hpp"
 #include "contracts/wire_json.hpp"
 #include "posix/io.hpp"
 #include "relay/attest/dsse.hpp"
+#include "relay/support/private_file.hpp"
 
 #include <cerrno>
 #include <cstdio>
@@ -17,25 +17,6 @@
 namespace maka_eval::relay {
 
 namespace {
-
-std::string hash_file(const std::string& path) {
-    posix::unique_fd fd(posix::open_retry(path, O_RDONLY));
-    if (!fd) {
-        return {};
-    }
-    contracts::sha256 sha;
-    std::string buffer(std::size_t{1} << 20U, '\0');
-    while (true) {
-        const ssize_t got = posix::read_retry(fd.get(), buffer.data(), buffer.size());
-        if (got < 0) {
-            return {};
-        }
-        if (got == 0) {
-            return sha.hex();
-        }
-        sha.update(std::string_view(buffer.data(), static_cast<std::size_t>(got)));
-    }
-}
 
 std::string directory_of(const std::string& path) {
     const auto parent = std::filesystem::path(path).parent_path();
@@ -50,7 +31,8 @@ own_binary_digest::own_binary_digest(std::optional<std::string> known) {
         ready.set_value(std::move(*known));
         digest_ = ready.get_future();
     } else {
-        digest_ = std::async(std::launch::async, [] { return hash_file("/proc/self/exe"); });
+        digest_ = std::async(std::launch::async,
+                             [] { return file_sha256("/proc/self/exe").value_or(std::string()); });
     }
 }
 

@@ -4,6 +4,7 @@
 #include "contracts/digest.hpp"
 #include "contracts/secret.hpp"
 #include "posix/io.hpp"
+#include "relay/support/private_file.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -85,36 +86,36 @@ boost::system::result<void, attestation_error> create_file(const std::string& pa
 boost::system::result<private_key_text, attestation_error> read_private_key(const std::string& path,
                                                                             std::string_view what) {
     const std::string named = std::string(what) + " " + path;
-    posix::unique_fd fd(posix::open_retry(path, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK));
-    if (!fd) {
-        return attestation_error{attestation_fault::key_file, named + ": " + errno_text()};
-    }
-    struct stat info {};
-    if (::fstat(fd.get(), &info) != 0) {
-        return attestation_error{attestation_fault::key_file, named + ": " + errno_text()};
-    }
-    if (!S_ISREG(info.st_mode)) {
-        return attestation_error{attestation_fault::key_file, named + ": not a regular file"};
-    }
-    if (info.st_uid != ::geteuid()) {
-        return attestation_error{attestation_fault::key_file,
-                                 named + ": owned by uid " + std::to_string(info.st_uid) +
-                                     ", not by the relay's user (uid " + std::to_string(::geteuid()) + ")"};
-    }
-    if ((info.st_mode & 077U) != 0) {
-        char mode[8];
-        (void)std::snprintf(mode, sizeof mode, "%04o", info.st_mode & 07777U);
-        return attestation_error{attestation_fault::key_file,
-                                 named + ": readable or writable by group or others (mode " + mode +
-                                     "); a private key must be the relay user's alone: chmod 600 " + path};
-    }
-    // From here the process holds a private key: no core file, and no ptrace by another process of its user.
+    // From here the process may hold a private key: no core file, and no ptrace by another process of its
+    // user (set before the read, so that no moment holds the key in a dumpable process).
     (void)::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    auto text = posix::read_all(fd.get(), key_file_limit, posix::contents::secret);
-    if (!text) {
-        return attestation_error{attestation_fault::key_file, named + ": " + text.error().message()};
+    auto read = read_private_file(path, key_file_limit);
+    if (!read) {
+        const auto& why = read.error();
+        std::string text = named;
+        switch (why.fault) {
+        case private_file_fault::unopenable:
+        case private_file_fault::unreadable:
+            text += ": " + why.error.message();
+            break;
+        case private_file_fault::not_regular:
+            text += ": not a regular file";
+            break;
+        case private_file_fault::not_ours:
+            text += ": owned by uid " + std::to_string(why.info.st_uid) + ", not by the relay's user (uid " +
+                    std::to_string(::geteuid()) + ")";
+            break;
+        case private_file_fault::shared: {
+            char mode[8];
+            (void)std::snprintf(mode, sizeof mode, "%04o", why.info.st_mode & 07777U);
+            text += std::string(": readable or writable by group or others (mode ") + mode +
+                    "); a private key must be the relay user's alone: chmod 600 " + path;
+            break;
+        }
+        }
+        return attestation_error{attestation_fault::key_file, std::move(text)};
     }
-    private_key_text out{named, contracts::secret_text(std::move(*text))};
+    private_key_text out{named, contracts::secret_text(std::move(*read))};
     if (out.pem.view().find("-----BEGIN PRIVATE KEY-----") == std::string_view::npos) {
         return attestation_error{attestation_fault::key_format,
                                  named + ": not a private key in PEM (PKCS#8, as keygen writes)"};

@@ -5,9 +5,9 @@
 #include "contracts/json_schema.hpp"
 #include "contracts/receipt.hpp"
 #include "contracts/wire_json.hpp"
-#include "posix/io.hpp"
 #include "relay/attest/dsse.hpp"
 #include "relay/attest/statement.hpp"
+#include "relay/support/private_file.hpp"
 
 #include <fcntl.h>
 #include <filesystem>
@@ -25,27 +25,6 @@ namespace {
 
 attestation_error statement_error(const std::string& why) {
     return {attestation_fault::statement, "the statement: " + why};
-}
-
-// The file's SHA-256, read in 1 MiB pieces; nullopt when it cannot be read.
-std::optional<std::string> file_sha256(const std::string& path) {
-    posix::unique_fd fd(posix::open_retry(path, O_RDONLY | O_NOFOLLOW));
-    if (!fd) {
-        return std::nullopt;
-    }
-    (void)::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
-    contracts::sha256 sha;
-    std::string buffer(std::size_t{1} << 20U, '\0');
-    while (true) {
-        const ssize_t got = posix::read_retry(fd.get(), buffer.data(), buffer.size());
-        if (got < 0) {
-            return std::nullopt;
-        }
-        if (got == 0) {
-            return sha.hex();
-        }
-        sha.update(std::string_view(buffer.data(), static_cast<std::size_t>(got)));
-    }
 }
 
 // "artifact NAME: …" or "--artifacts DIR: …", built in one string.
@@ -81,7 +60,7 @@ check_artifacts(const std::map<std::string, std::string>& listed, const std::str
         if (!std::filesystem::is_regular_file(std::filesystem::symlink_status(path, missing))) {
             return artifact_error("artifact ", name, {": signed, but not a file in ", dir});
         }
-        const auto found = file_sha256(path);
+        const auto found = file_sha256(path, O_NOFOLLOW);
         if (!found) {
             return artifact_error("artifact ", name, {": cannot be read"});
         }

@@ -7,6 +7,7 @@
 #include "relay/attest/statement.hpp"
 #include "relay/attest/verification.hpp"
 #include "relay/backends/install_record.hpp"
+#include "relay/cli/commands.hpp"
 #include "relay/support/exit_codes.hpp"
 
 #include <iostream>
@@ -36,19 +37,10 @@ int usage_error(std::string_view usage, const std::string& message) {
     return exit_usage;
 }
 
-bool asks_for_help(std::span<const std::string_view> args) {
-    for (const auto arg : args) {
-        if (arg == "--help" || arg == "-h") {
-            return true;
-        }
-    }
-    return false;
-}
-
 } // namespace
 
 int keygen_command(std::span<const std::string_view> args) {
-    if (asks_for_help(args)) {
+    if (wants_help(args)) {
         std::cout << keygen_usage;
         return exit_success;
     }
@@ -67,7 +59,7 @@ int keygen_command(std::span<const std::string_view> args) {
 }
 
 int verify_command(std::span<const std::string_view> args) {
-    if (asks_for_help(args)) {
+    if (wants_help(args)) {
         std::cout << verify_usage;
         return exit_success;
     }

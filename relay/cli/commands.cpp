@@ -97,14 +97,12 @@ std::string sign_trial(std::optional<trial_signer>& signer, const trial_config& 
 
 } // namespace
 
-// `--help` or `-h` among a command's options (before `--`): its own usage, exit 0.
-bool asks_help(std::span<const std::string_view> args, std::string_view command) {
+bool wants_help(std::span<const std::string_view> args) {
     for (const auto arg : args) {
         if (arg == "--") {
             return false;
         }
         if (arg == "--help" || arg == "-h") {
-            std::cout << command_usage_text(command);
             return true;
         }
     }
@@ -112,7 +110,8 @@ bool asks_help(std::span<const std::string_view> args, std::string_view command)
 }
 
 int connect_command(std::span<const std::string_view> args) {
-    if (asks_help(args, "connect")) {
+    if (wants_help(args)) {
+        std::cout << command_usage_text("connect");
         return exit_success;
     }
     auto options = parse_connect(args);
@@ -142,6 +141,7 @@ int connect_command(std::span<const std::string_view> args) {
     config.token = options->token;
     config.instruction = options->instruction;
     config.follow = follow ? &*follow : nullptr;
+    config.signed_result = signer->has_value();
     const auto outcome = drive(context, config, *env, log);
     int code = outcome.exit_code;
     (void)sign_trial(*signer, config, outcome, *env, code);
@@ -156,7 +156,8 @@ int connect_command(std::span<const std::string_view> args) {
 // `locate`: the compose service's one running container, from the engine the docker backend uses. The
 // Python adapter asks this instead of keeping an engine client of its own.
 int locate_command(std::span<const std::string_view> args) {
-    if (asks_help(args, "locate")) {
+    if (wants_help(args)) {
+        std::cout << command_usage_text("locate");
         return exit_success;
     }
     auto options = parse_locate(args);
@@ -217,7 +218,8 @@ void say_stdin_not_forwarded() {
 }
 
 int run_command(std::span<const std::string_view> args) {
-    if (asks_help(args, "run")) {
+    if (wants_help(args)) {
+        std::cout << command_usage_text("run");
         return exit_success;
     }
     auto options = parse_run(args);
@@ -256,6 +258,7 @@ int run_command(std::span<const std::string_view> args) {
     config.token = token;
     config.instruction = options->instruction;
     config.follow = follow ? &*follow : nullptr;
+    config.signed_result = signer->has_value();
     config.input = options->tty           ? contracts::subject_input::tty
                    : options->interactive ? contracts::subject_input::pipe
                                           : contracts::subject_input::none;

@@ -5,6 +5,7 @@
 #include "contracts/secret.hpp"
 #include "contracts/wire_json.hpp"
 #include "posix/io.hpp"
+#include "relay/support/private_file.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -776,24 +777,25 @@ std::optional<std::int64_t> parse_teardown_timeout(std::string_view text) {
 }
 
 result<std::string, relay_error> read_secret_file(const std::string& path) {
-    const posix::unique_fd fd(posix::open_retry(path, O_RDONLY | O_NOFOLLOW));
-    if (!fd) {
-        return relay_error{relay_errc::usage, path + ": " + std::strerror(errno)};
-    }
-    struct stat info {};
-    if (::fstat(fd.get(), &info) != 0 || !S_ISREG(info.st_mode) || info.st_uid != ::geteuid() ||
-        (info.st_mode & 077) != 0) {
+    auto read = read_private_file(path, 65536);
+    if (!read) {
+        const auto& why = read.error();
+        switch (why.fault) {
+        case private_file_fault::unopenable:
+            return relay_error{relay_errc::usage, path + ": " + why.error.message()};
+        case private_file_fault::unreadable:
+            return relay_error{relay_errc::usage,
+                               path + ": " +
+                                   (why.error == boost::system::errc::file_too_large
+                                        ? std::string("longer than 64 KiB (a relay token is one line)")
+                                        : why.error.message())};
+        case private_file_fault::not_regular:
+        case private_file_fault::not_ours:
+        case private_file_fault::shared:
+            break;
+        }
         return relay_error{relay_errc::usage,
                            path + " must be a regular file owned by this user with mode 0600"};
-    }
-    // EINTR-safe, the read buffer wiped; a file past the limit is an error, never silently cut.
-    auto read = posix::read_all(fd.get(), 65536, posix::contents::secret);
-    if (!read) {
-        return relay_error{relay_errc::usage,
-                           path + ": " +
-                               (read.error() == boost::system::errc::file_too_large
-                                    ? std::string("longer than 64 KiB (a relay token is one line)")
-                                    : read.error().message())};
     }
     std::string text = std::move(*read);
     while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) {

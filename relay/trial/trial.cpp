@@ -191,6 +191,8 @@ class trial : public std::enable_shared_from_this<trial> {
     asio::awaitable<void> destroy_by(clock_type::time_point until);
     void finish();
     void log_report(bool settling, const contracts::report_message& report);
+    // What a signed result says of the subject: argv as a digest, its variables' and credentials' names.
+    void record_subject(const contracts::execute_request& request);
 
     trial_phase end(int code, std::string message = {}) {
         outcome_ = {code, std::move(message), std::nullopt, {}, {}, {}};
@@ -505,6 +507,19 @@ void trial::finish() {
 
 // The subject's report: how it ended, what it consumed (kept for `run`; the orchestrator never sees it),
 // how many secret values were masked (never which), what was cut at the artifact limit.
+void trial::record_subject(const contracts::execute_request& request) {
+    record_.argv_sha256 = contracts::sha256_hex(
+        contracts::to_wire(boost::json::array(request.argv.begin(), request.argv.end())));
+    for (const auto* names : {&request.environment, &config_.task_environment}) {
+        for (const auto& [name, value] : *names) {
+            record_.environment_names.push_back(name);
+        }
+    }
+    for (const auto& [name, value] : request.credentials) {
+        record_.credential_names.push_back(name);
+    }
+}
+
 void trial::log_report(bool settling, const contracts::report_message& report) {
     record_.ending = report.settled ? "settled" : "completed";
     record_.receipt = report.receipt;
@@ -694,15 +709,8 @@ asio::awaitable<trial_phase> trial::offer() {
                            {"taskEnvironment", std::to_string(config_.task_environment.size())},
                            {"captureStdout", request->capture_stdout ? "true" : "false"}});
     request_ = std::move(*request);
-    record_.argv_sha256 = contracts::sha256_hex(
-        contracts::to_wire(boost::json::array(request_->argv.begin(), request_->argv.end())));
-    for (const auto* names : {&std::as_const(request_->environment), &config_.task_environment}) {
-        for (const auto& [name, value] : *names) {
-            record_.environment_names.push_back(name);
-        }
-    }
-    for (const auto& [name, value] : request_->credentials) {
-        record_.credential_names.push_back(name);
+    if (config_.signed_result) {
+        record_subject(*request_);
     }
     co_return trial_phase::starting;
 }
@@ -861,7 +869,9 @@ asio::awaitable<std::optional<trial_phase>> trial::on_supervised(const contracts
     const contracts::executed_message executed{config_.token, contracts::termination::exited,
                                                report->exit_code, report->stdout_text, report->diagnostic};
     std::string executed_line = contracts::serialize(executed);
-    record_.executed_line = executed_line;
+    if (config_.signed_result) {
+        record_.executed_line = executed_line;
+    }
     const bool sent = co_await send_orchestrator(std::move(executed_line));
     if (!sent) {
         co_return end(exit_transport_lost, "Maka Eval relay transport closed before result");
@@ -1050,7 +1060,9 @@ asio::awaitable<trial_phase> trial::after_settle(std::optional<contracts::report
         co_return ended;
     }
     std::string executed_line = contracts::serialize(*executed);
-    record_.executed_line = executed_line;
+    if (config_.signed_result) {
+        record_.executed_line = executed_line;
+    }
     const bool sent = co_await send_orchestrator(std::move(executed_line));
     if (!sent) {
         co_return ended;

@@ -73,6 +73,9 @@ struct trial_config {
     // run -t on a terminal: the relay's own, for its window size (at the start and on SIGWINCH) and the
     // escape (Ctrl-] three times cancels the trial); -1: none.
     int terminal_fd = -1;
+    // --sign-key: the outcome's record also carries what only a signed result needs and costs a copy or a
+    // digest on the way to `started` (argv's digest, the variables' names, `executed`'s line).
+    bool signed_result = false;
 };
 
 // What the relay saw of the trial, for a signed result (attestation.hpp): filled in as the phases pass.
