@@ -29,11 +29,24 @@ BUILD_PACKAGES=(g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev lib
 # What the full test command needs on top: clang for the sanitizer and fuzz builds, the linters, the engine,
 # the openssl and ip commands (the TLS engine's certificates and bridge), and Podman with what its rootless
 # mode needs, procps for the service script's ps, pgrep and pkill (tests/e2e/podman_service.sh), and tmux,
-# which types at run -it as a person would (tests/e2e/terminal_test.sh), and Node.js with npm, which install
-# @sigstore/core into the build folder to check our signed results with code we did not write
-# (tests/e2e/attestation_test.sh).
+# which types at run -it as a person would (tests/e2e/terminal_test.sh). Node.js and npm come separately
+# (ensure_node).
 TEST_PACKAGES=(clang-14 libclang-rt-14-dev clang-format-14 clang-tidy-14 docker.io busybox-static openssl iproute2
-  podman catatonit uidmap slirp4netns fuse-overlayfs procps tmux nodejs npm)
+  podman catatonit uidmap slirp4netns fuse-overlayfs procps tmux)
+
+# ensure_node — Node.js 18 or later with npm, which install @sigstore/core into the build folder to check our
+# signed results with code we did not write (tests/e2e/attestation_test.sh). A machine's own Node.js is used
+# when it has one: NodeSource's nodejs package carries npm and conflicts with Debian's npm package, so asking
+# apt for npm there fails the whole install ("held broken packages").
+ensure_node() {
+  local major
+  if command -v node >/dev/null && command -v npm >/dev/null; then
+    major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+    if ((major >= 18)); then return 0; fi
+    say "node $(node --version 2>/dev/null) is older than 18: @sigstore/core needs 18 or later"
+  fi
+  ensure_packages nodejs npm
+}
 
 # build_preset NAME [TARGET...]
 build_preset() {

@@ -16,6 +16,7 @@ source "$(dirname "$0")/lib.sh"
 source "$MAKA_ROOT/scripts/engine.sh"
 set -e
 ensure_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}"
+ensure_node
 set +e
 
 passed=0
