@@ -21,6 +21,9 @@
 #include <unistd.h>
 
 #include <doctest/doctest.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 namespace {
 
@@ -49,6 +52,17 @@ std::string read(const std::string& path) {
     std::ostringstream text;
     text << in.rdbuf();
     return text.str();
+}
+
+// A private key of another algorithm, as PKCS#8 PEM (what `openssl genpkey` writes), with mode 0600.
+void write_foreign_key(const std::string& path, EVP_PKEY* key) {
+    std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new(BIO_s_mem()), BIO_free);
+    REQUIRE(PEM_write_bio_PrivateKey(bio.get(), key, nullptr, nullptr, 0, nullptr, nullptr) == 1);
+    char* data = nullptr;
+    const long size = BIO_get_mem_data(bio.get(), &data);
+    write(path, std::string(data, static_cast<std::size_t>(size)));
+    ::chmod(path.c_str(), 0600);
+    EVP_PKEY_free(key);
 }
 
 // A trial as the relay records one: a receipt of three artifacts, `executed` with a frame.
@@ -141,6 +155,18 @@ TEST_CASE("keygen writes a 0600 private key and a public key with one key id, an
     CHECK(::prctl(PR_GET_DUMPABLE) == 0); // a process holding the key leaves no core file
     CHECK(verifying_key::load(files.at("k.pub")).value().key_id() == *id);
     CHECK(id->size() == 64);
+    // The key id is the SHA-256 of the DER OpenSSL's own encoder gives the public key.
+    {
+        std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new_file(files.at("k.pub").c_str(), "r"), BIO_free);
+        std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> pub(
+            PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr), EVP_PKEY_free);
+        unsigned char* der = nullptr;
+        const int size = i2d_PUBKEY(pub.get(), &der);
+        REQUIRE(size == 44); // RFC 8410: 12 bytes of algorithm and framing, 32 of key
+        CHECK(maka_eval::contracts::sha256_hex(std::string_view(reinterpret_cast<char*>(der),
+                                                                static_cast<std::size_t>(size))) == *id);
+        OPENSSL_free(der);
+    }
     const std::string before = read(files.at("k.key"));
     const auto again = generate_key_pair(files.at("k"));
     REQUIRE_FALSE(again.has_value());
@@ -166,6 +192,15 @@ TEST_CASE("a private key file readable by others, not a file, not ours, or not E
     ::chmod(files.at("rsa.key").c_str(), 0600);
     CHECK(signing_key::load(files.at("rsa.key"), "--sign-key").error().fault ==
           attestation_fault::key_format);
+    // Real keys of other algorithms, X25519 (the same curve, for key agreement) among them.
+    write_foreign_key(files.at("ec.key"), EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256"));
+    write_foreign_key(files.at("x25519.key"), EVP_PKEY_Q_keygen(nullptr, nullptr, "X25519"));
+    for (const auto* name : {"ec.key", "x25519.key"}) {
+        const auto foreign = signing_key::load(files.at(name), "--sign-key");
+        REQUIRE_FALSE(foreign.has_value());
+        CHECK(foreign.error().fault == attestation_fault::key_format);
+        CHECK(foreign.error().message.find("not an Ed25519 private key") != std::string::npos);
+    }
     if (::geteuid() == 0) {
         ::chown(files.at("k.key").c_str(), 65534, 65534);
         const auto theirs = signing_key::load(files.at("k.key"), "--sign-key");
