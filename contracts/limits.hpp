@@ -15,6 +15,9 @@ namespace maka_eval::contracts {
 inline constexpr std::string_view result_frame_prefix = "MAKA-EVAL-RESULT-V1";
 inline constexpr std::string_view scope_error_prefix = "MAKA-EVAL-SCOPE-ERROR-V1";
 inline constexpr std::string_view result_token_variable = "MAKA_EVAL_RESULT_TOKEN";
+// The helper's path: where the relay finds it (its environment), and where a subject finds the helper that
+// supervises it, to print its frame with (`"$MAKA_EVAL_HELPER" frame …`).
+inline constexpr std::string_view helper_path_variable = "MAKA_EVAL_HELPER";
 
 // A frame's payload stays below PIPE_BUF on the producer side; the carrier bound keeps the projection cheap.
 inline constexpr std::size_t payload_limit_bytes = std::size_t{2} * 1024;

@@ -29,6 +29,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <climits>
 #include <cstring>
 #include <fcntl.h>
 #include <malloc.h>
@@ -240,6 +241,15 @@ std::vector<std::string> supervision::subject_environment() const {
     };
     for (char** entry = environ; *entry != nullptr; ++entry) {
         env.emplace_back(*entry);
+    }
+    // This helper's own path: the relay installs it where it chooses in each container (not on PATH), and a
+    // subject prints its result frame with it. `execute`'s environment may still say otherwise.
+    char self[PATH_MAX];
+    const ssize_t self_size = ::readlink("/proc/self/exe", self, sizeof self);
+    const std::string_view self_path(self, self_size > 0 ? static_cast<std::size_t>(self_size) : 0);
+    if (!self_path.empty() && static_cast<std::size_t>(self_size) < sizeof self &&
+        !self_path.ends_with(" (deleted)")) {
+        set(contracts::helper_path_variable, self_path);
     }
     if (identity_) {
         // What a login as that user would set; `execute`'s environment may still say otherwise.

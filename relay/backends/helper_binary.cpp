@@ -1,6 +1,7 @@
 // Finding the helper and naming it by its content (see helper_binary.hpp).
 #include "relay/backends/helper_binary.hpp"
 
+#include "contracts/limits.hpp"
 #include "posix/executable_search.hpp"
 #include "relay/backends/install_record.hpp"
 #include "relay/support/environment.hpp"
@@ -25,7 +26,7 @@ boost::system::result<std::string, relay_error> locate_helper(const std::string&
         }
         return helper_path(boost::system::in_place_value, configured);
     }
-    if (const auto env = process_env("MAKA_EVAL_HELPER"); env && ::access(env->c_str(), X_OK) == 0) {
+    if (const auto env = process_env(contracts::helper_path_variable.data()); env && ::access(env->c_str(), X_OK) == 0) {
         return helper_path(boost::system::in_place_value, *env);
     }
     std::error_code ec;
