@@ -27,9 +27,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <csignal>
 #include <cstdio>
-#include <climits>
 #include <cstring>
 #include <fcntl.h>
 #include <malloc.h>

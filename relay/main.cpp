@@ -5,9 +5,10 @@
 #include <exception>
 #include <iostream>
 #include <malloc.h>
-#include <openssl/crypto.h>
 #include <string_view>
 #include <vector>
+
+#include <openssl/crypto.h>
 
 int main(int argc, char** argv) {
     // malloc keeps what is freed (no mmap per large block, no trim at the top): an `execute` of megabytes

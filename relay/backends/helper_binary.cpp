@@ -26,7 +26,8 @@ boost::system::result<std::string, relay_error> locate_helper(const std::string&
         }
         return helper_path(boost::system::in_place_value, configured);
     }
-    if (const auto env = process_env(contracts::helper_path_variable.data()); env && ::access(env->c_str(), X_OK) == 0) {
+    if (const auto env = process_env(contracts::helper_path_variable.data());
+        env && ::access(env->c_str(), X_OK) == 0) {
         return helper_path(boost::system::in_place_value, *env);
     }
     std::error_code ec;

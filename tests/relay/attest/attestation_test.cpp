@@ -163,8 +163,8 @@ TEST_CASE("keygen writes a 0600 private key and a public key with one key id, an
         unsigned char* der = nullptr;
         const int size = i2d_PUBKEY(pub.get(), &der);
         REQUIRE(size == 44); // RFC 8410: 12 bytes of algorithm and framing, 32 of key
-        CHECK(maka_eval::contracts::sha256_hex(std::string_view(reinterpret_cast<char*>(der),
-                                                                static_cast<std::size_t>(size))) == *id);
+        CHECK(maka_eval::contracts::sha256_hex(
+                  std::string_view(reinterpret_cast<char*>(der), static_cast<std::size_t>(size))) == *id);
         OPENSSL_free(der);
     }
     const std::string before = read(files.at("k.key"));
