@@ -1,6 +1,6 @@
 """A drop-in for the original ``relay_agent`` module that apache/maka's eval loads (its TypeScript executor
 writes a Harbor 0.20 TrialConfig with agent ``relay_agent:RelayAgent`` and runs its ``run_trial.py`` with the
-bundled folder first on ``PYTHONPATH``; docs/harbor-pier.md says how an operator puts this file there).
+bundled folder first on ``PYTHONPATH``; docs/maka.md says how an operator puts this file there).
 
 As the original: the framework is the one ``run_trial.py`` installed in ``eval_framework`` (never guessed
 from the environment), ``RelayAgent`` is the agent on that framework's ``BaseAgent``, and
