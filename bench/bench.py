@@ -901,6 +901,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", required=True)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--out", help="also write the table as Markdown to this file, headed by when, which "
+                                      "commit and on what it ran (bench/run.sh: bench/results.md)")
     parser.add_argument("--only", help="one measurement: overhead, cold, cold-connect, cancel, capture, stdin, signing, memory, masking, credentials, concurrent, "
                                        "size, projection, tls, bridge, podman, versus")
     parser.add_argument("--concurrent", type=int, default=128, help="trials at once in `concurrent` (128)")
@@ -943,6 +945,37 @@ def main():
     print(f"{'-' * width}-|------------------|--------")
     for name, value, note in rows:
         print(f"{name.ljust(width)} | {value} | {note}")
+    if args.out:
+        write_results(args.out, rows, args)
+
+
+def write_results(path, rows, args):
+    """The table as the one file every doc's figures come from: a row per measurement, exactly as printed
+    (a `|` inside a cell as `/`), headed by when, which commit and where it ran."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    commit = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip() or "unknown"
+    dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    engine = subprocess.run(["docker", "version", "--format", "{{.Server.Version}}"], capture_output=True,
+                            text=True).stdout.strip() or "?"
+    against = f", against {os.path.relpath(args.against, root)}" if args.against else ""
+    cell = lambda text: str(text).replace("|", "/")
+    lines = [
+        "# Benchmark results",
+        "",
+        "Written by `bash bench/run.sh` (bench/bench.py --out): the one place this project's measured figures",
+        "live; README.md's table and the docs quote rows of it (tests/docs/figures_test.py checks they agree).",
+        "",
+        f"Ran {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} at {commit}{' (with uncommitted changes)' if dirty else ''}"
+        f"{against}; {os.cpu_count()} cores, Docker engine {engine}{', --quick' if args.quick else ''}.",
+        "",
+        "| measurement | median (min–max) | against the baseline of the same run; target |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {cell(name)} | {cell(value)} | {cell(note)} |" for name, value, note in rows]
+    with open(path, "w") as out:
+        out.write("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -33,4 +33,7 @@ fi
 trap engine_down EXIT
 engine_up
 build_test_images "$MAKA_ROOT/build/default"
-python3 "$MAKA_ROOT/bench/bench.py" --build "$MAKA_ROOT/build/default" "${against[@]}" "$@"
+# A whole run (no --only, no --quick) is written to bench/results.md, the file every doc's figures come from.
+out=(--out "$MAKA_ROOT/bench/results.md")
+for arg in "$@"; do case $arg in --only | --only=* | --quick) out=() ;; esac; done
+python3 "$MAKA_ROOT/bench/bench.py" --build "$MAKA_ROOT/build/default" "${against[@]}" "${out[@]}" "$@"
