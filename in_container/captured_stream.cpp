@@ -117,11 +117,16 @@ contracts::artifact_summary captured_stream::summary() const {
     return out;
 }
 
-contracts::artifact_receipt captured_stream::receipt_entry(bool drained) {
+bool captured_stream::sync() {
     if (artifact >= 0 && !artifact_failed && ::fdatasync(artifact) != 0) {
         artifact_failed = true;
         write_error = errno;
+        return false;
     }
+    return true;
+}
+
+contracts::artifact_receipt captured_stream::receipt_entry(bool drained) const {
     contracts::artifact_receipt entry;
     entry.name = name;
     entry.bytes = written;

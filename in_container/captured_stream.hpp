@@ -54,8 +54,10 @@ struct captured_stream {
     void close_pipe();
 
     [[nodiscard]] contracts::artifact_summary summary() const;
-    // The receipt's entry after the file is synced; `drained` says a drainer still writes to it.
-    [[nodiscard]] contracts::artifact_receipt receipt_entry(bool drained);
+    // Makes the file durable; a refusal marks it incomplete (write_error). False when the disk refused.
+    bool sync();
+    // The receipt's entry as things stand; `drained` says a drainer still writes to it.
+    [[nodiscard]] contracts::artifact_receipt receipt_entry(bool drained) const;
     // The last `stderr_tail_bytes` kept, as valid UTF-8.
     [[nodiscard]] std::string tail_text() const;
 

@@ -91,26 +91,33 @@ void trial_artifacts::write_usage(const contracts::subject_usage& usage) {
     }
 }
 
+// Everything is written and published first, then synced together: the files, the receipt and the renames
+// all sit in the filesystem's one running transaction, so the first sync commits them at once and the rest
+// find nothing left to do (ext4: one journal commit, where syncing each before the next was written made
+// three). `executed` still follows the syncs. A sync the disk refuses is rare: the receipt is then written
+// again, saying so, and synced on its own.
 std::string trial_artifacts::publish(bool drained) {
     if (!store_) {
         return {};
     }
-    std::vector<contracts::artifact_receipt> entries{out.receipt_entry(drained), err.receipt_entry(drained)};
-    contracts::artifact_receipt usage_entry{
-        std::string(contracts::usage_artifact_name), usage_bytes_, usage_digest_.hex(), true, {}, 0};
-    if (usage_fd_ && ::fdatasync(usage_fd_.get()) != 0) {
-        usage_entry.complete = false;
-        usage_entry.incomplete = std::string("the disk refused a write: ") + std::strerror(errno);
-    }
-    entries.push_back(std::move(usage_entry));
-    usage_fd_ = posix::unique_fd();
-    // Synced itself before the report goes out, so that `executed` never precedes what it vouches for.
-    std::string text = contracts::to_wire(contracts::to_json(entries)) + "\n";
-    if (!write_all(receipt_fd_.get(), text) || ::fdatasync(receipt_fd_.get()) != 0) {
+    bool usage_synced = true;
+    int usage_error = 0;
+    auto receipt_text = [&] {
+        contracts::artifact_receipt usage_entry{
+            std::string(contracts::usage_artifact_name), usage_bytes_, usage_digest_.hex(), true, {}, 0};
+        if (!usage_synced) {
+            usage_entry.complete = false;
+            usage_entry.incomplete = std::string("the disk refused a write: ") + std::strerror(usage_error);
+        }
+        const std::vector<contracts::artifact_receipt> entries{out.receipt_entry(drained),
+                                                               err.receipt_entry(drained), usage_entry};
+        return contracts::to_wire(contracts::to_json(entries)) + "\n";
+    };
+    std::string text = receipt_text();
+    if (!write_all(receipt_fd_.get(), text)) {
         log_line("cannot write " + std::string(contracts::receipt_artifact_name) + ": " +
                  std::strerror(errno));
     }
-    receipt_fd_ = posix::unique_fd();
     for (const auto name : {contracts::stdout_artifact_name, contracts::stderr_artifact_name,
                             contracts::usage_artifact_name, contracts::receipt_artifact_name}) {
         if (!store_->publish(name)) {
@@ -118,6 +125,25 @@ std::string trial_artifacts::publish(bool drained) {
                      std::strerror(errno));
         }
     }
+    const bool streams_synced = out.sync() & err.sync(); // both, whatever the first says
+    usage_synced = !usage_fd_ || ::fdatasync(usage_fd_.get()) == 0;
+    usage_error = usage_synced ? 0 : errno;
+    usage_fd_ = posix::unique_fd();
+    if (!streams_synced || !usage_synced) {
+        text = receipt_text();
+        // Over the first text, inside the space reserved for it (a full disk still takes it), then cut to
+        // size.
+        if (::pwrite(receipt_fd_.get(), text.data(), text.size(), 0) != static_cast<ssize_t>(text.size()) ||
+            ::ftruncate(receipt_fd_.get(), static_cast<off_t>(text.size())) != 0) {
+            log_line("cannot rewrite " + std::string(contracts::receipt_artifact_name) + ": " +
+                     std::strerror(errno));
+        }
+    }
+    if (::fdatasync(receipt_fd_.get()) != 0) {
+        log_line("cannot write " + std::string(contracts::receipt_artifact_name) + ": " +
+                 std::strerror(errno));
+    }
+    receipt_fd_ = posix::unique_fd();
     store_->finish();
     return text;
 }
