@@ -13,15 +13,7 @@ relay=${1:?usage: attestation_test.sh RELAY BUILD_DIR CASE}
 build=${2:?usage: attestation_test.sh RELAY BUILD_DIR CASE}
 case_name=${3:?usage: attestation_test.sh RELAY BUILD_DIR CASE}
 here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d)
-container=
-cleanup() {
-  [ -z "$container" ] || docker rm -f "$container" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() { echo "FAILED: $*"; exit 1; }
-skip() { echo "skipped: $*"; exit 77; }
+source "$here/case_lib.sh"
 
 # refused WHAT PATTERN ARGS...: verify must exit non-zero and say PATTERN.
 refused() {
@@ -150,16 +142,12 @@ EOF
   [ ! -e "$work/x.json" ] || fail "an attestation was written with a refused key"
   ;;
 docker)
-  [ "${MAKA_EVAL_E2E:-}" = 1 ] || skip "MAKA_EVAL_E2E is not 1: no engine prepared for this run"
-  container=maka-attest-$$
-  docker run -d --name "$container" maka-eval-test-busybox:test sleep 600 >/dev/null || fail "no container"
-  helper=()
-  [ -z "${MAKA_EVAL_TEST_HELPER:-}" ] || helper=(--helper "$MAKA_EVAL_TEST_HELPER")
+  fresh_container maka-attest
   "$relay" keygen --out "$work/k" >/dev/null || fail "keygen"
   key_body=$(sed -n 2p "$work/k.key") # the base64 of the private key
   # A subject that runs long enough for its relay's argv and environment to be read meanwhile.
   MAKA_EVAL_SIGN_KEY_FILE="$work/k.key" "$relay" run --quiet --json --attestation "$work/att.json" \
-    --env "docker:$container" "${helper[@]}" -- sh -c 'touch /tmp/started; sleep 2; echo done' \
+    --env "docker:$container" "${helper_args[@]}" -- sh -c 'touch /tmp/started; sleep 2; echo done' \
     >"$work/run.json" 2>"$work/relay.log" &
   relay_pid=$!
   for _ in $(seq 300); do docker exec "$container" test -e /tmp/started && break; sleep 0.05; done

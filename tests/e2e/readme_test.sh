@@ -10,15 +10,7 @@ set -uo pipefail
 relay=${1:?usage: readme_test.sh RELAY README CASE}
 readme=${2:?usage: readme_test.sh RELAY README CASE}
 case_name=${3:?usage: readme_test.sh RELAY README CASE}
-work=$(mktemp -d)
-container=
-cleanup() {
-  [ -z "$container" ] || docker rm -f "$container" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() { echo "FAILED: $*"; exit 1; }
-skip() { echo "skipped: $*"; exit 77; }
+source "$(cd "$(dirname "$0")" && pwd)/case_lib.sh"
 
 # The block: its commands (a `$ ` line and the lines it continues with a trailing backslash) into
 # $work/commands, the output it shows into $work/expected.
@@ -36,12 +28,8 @@ sed -i 's/^export API_KEY=…$/export API_KEY=readme-canary-key-0123456789/' "$w
 case "$case_name" in
 first-trial) ;;
 first-trial-docker)
-  [ "${MAKA_EVAL_E2E:-}" = 1 ] || skip "MAKA_EVAL_E2E is not 1: no engine prepared for this run"
-  container=maka-readme-$$
-  docker run -d --name "$container" maka-eval-test-busybox:test sleep 600 >/dev/null || fail "no container"
-  where="--env docker:$container"
-  # Under the sanitizers the build's own helper is not static: the release build's goes in.
-  [ -z "${MAKA_EVAL_TEST_HELPER:-}" ] || where+=" --helper $MAKA_EVAL_TEST_HELPER"
+  fresh_container maka-readme
+  where="--env docker:$container ${helper_args[*]}"
   sed -i "s|maka-eval-relay run |maka-eval-relay run $where |" "$work/commands"
   ;;
 *) fail "unknown case $case_name" ;;
