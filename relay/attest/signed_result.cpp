@@ -4,6 +4,7 @@
 #include "contracts/wire_json.hpp"
 #include "posix/io.hpp"
 #include "relay/attest/dsse.hpp"
+#include "relay/support/background_work.hpp"
 #include "relay/support/private_file.hpp"
 
 #include <cerrno>
@@ -31,8 +32,7 @@ own_binary_digest::own_binary_digest(std::optional<std::string> known) {
         ready.set_value(std::move(*known));
         digest_ = ready.get_future();
     } else {
-        digest_ = std::async(std::launch::async,
-                             [] { return file_sha256("/proc/self/exe").value_or(std::string()); });
+        digest_ = in_background([] { return file_sha256("/proc/self/exe").value_or(std::string()); });
     }
 }
 

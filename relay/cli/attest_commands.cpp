@@ -8,6 +8,7 @@
 #include "relay/attest/verification.hpp"
 #include "relay/backends/install_record.hpp"
 #include "relay/cli/commands.hpp"
+#include "relay/support/background_work.hpp"
 #include "relay/support/exit_codes.hpp"
 
 #include <iostream>
@@ -120,8 +121,7 @@ trial_signer::from(const common_options& options) {
         return text.error();
     }
     std::optional<trial_signer> signer(trial_signer(options.attestation_path));
-    signer->key_ =
-        std::async(std::launch::async, [pem = std::move(*text)] { return signing_key::parse(pem); });
+    signer->key_ = in_background([pem = std::move(*text)] { return signing_key::parse(pem); });
     // The relay's own digest, remembered per binary where relays keep their record (an unstripped build is
     // tens of megabytes): hashed on a thread of its own only when this binary is new.
     std::optional<std::string> known;
