@@ -20,6 +20,7 @@ OTHER_PROGRAMS = {
     "harbor and pier": {"--agent", "--agent-import-path", "--agent-kwarg", "--dataset", "--trial-timeout-sec"},
     "cmake and ctest": {"--preset", "--build", "--install", "--prefix", "--target", "--output-on-failure"},
     "scripts/ and bench/": {"--check", "--ci-container", "--quick", "--only", "--against"},
+    "valgrind": {"--tool", "--separate-threads", "--callgrind-out-file"},
 }
 OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 
