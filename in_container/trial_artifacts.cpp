@@ -125,11 +125,12 @@ std::string trial_artifacts::publish(bool drained) {
                      std::strerror(errno));
         }
     }
-    const bool streams_synced = out.sync() & err.sync(); // both, whatever the first says
+    const bool out_synced = out.sync(); // both are synced, whatever the first says
+    const bool err_synced = err.sync();
     usage_synced = !usage_fd_ || ::fdatasync(usage_fd_.get()) == 0;
     usage_error = usage_synced ? 0 : errno;
     usage_fd_ = posix::unique_fd();
-    if (!streams_synced || !usage_synced) {
+    if (!out_synced || !err_synced || !usage_synced) {
         text = receipt_text();
         // Over the first text, inside the space reserved for it (a full disk still takes it), then cut to
         // size.

@@ -49,16 +49,24 @@ case "$case_name" in
 pipe-docker)
   # What the local case checks for the helper's framing, through an engine's exec stream: an unread stdin
   # far past the window, and a file whose every byte must arrive in order (raw bytes after each `input`).
+  # Each relay is bounded (a hang names its step and shows the relay's phase log, not a ctest timeout).
   in_container
-  head -c $((16 << 20)) /dev/zero | "$relay" run -i --quiet --json "${env_args[@]}" -- true >"$work/json"
+  bounded() { timeout -k 10 120 "$relay" "$@" 2>>"$work/relay.log"; }
+  hung() { [ "$1" != 124 ] || fail "$2 did not end within 120 s; the relay's log: $(tail -20 "$work/relay.log")"; }
+  head -c $((16 << 20)) /dev/zero | bounded run -i --json "${env_args[@]}" -- true >"$work/json"
   status=${PIPESTATUS[1]}
+  hung "$status" "an unread 16 MiB stdin"
   [ "$status" = 0 ] || fail "an unread 16 MiB stdin: relay exit $status"
   grep -q '"exitCode":0' "$work/json" || fail "an unread 16 MiB stdin: $(cat "$work/json")"
   head -c $((24 << 20)) /dev/urandom >"$work/in"
   want=$(sha256sum <"$work/in" | cut -d' ' -f1)
-  got=$("$relay" run -i --quiet --follow "${env_args[@]}" -- sha256sum <"$work/in" | head -1 | cut -d' ' -f1)
+  bounded run -i --follow "${env_args[@]}" -- sha256sum <"$work/in" >"$work/out"
+  hung $? "a 24 MiB file through -i"
+  got=$(head -1 "$work/out" | cut -d' ' -f1)
   [ "$got" = "$want" ] || fail "a 24 MiB file through -i arrived as $got, sent $want"
-  got=$(printf 'a\nb\n' | "$relay" run -i --quiet --follow "${env_args[@]}" -- wc -l | head -1 | tr -d ' ')
+  printf 'a\nb\n' | bounded run -i --follow "${env_args[@]}" -- wc -l >"$work/out"
+  hung "${PIPESTATUS[1]}" "printf 'a\\nb\\n' | run -i -- wc -l"
+  got=$(head -1 "$work/out" | tr -d ' ')
   [ "$got" = 2 ] || fail "printf 'a\\nb\\n' | run -i -- wc -l printed $got"
   ;;
 pipe)
