@@ -92,10 +92,10 @@ void trial_artifacts::write_usage(const contracts::subject_usage& usage) {
 }
 
 // Everything is written and published first, then synced together: the files, the receipt and the renames
-// all sit in the filesystem's one running transaction, so the first sync commits them at once and the rest
-// find nothing left to do (ext4: one journal commit, where syncing each before the next was written made
-// three). `executed` still follows the syncs. A sync the disk refuses is rare: the receipt is then written
-// again, saying so, and synced on its own.
+// then sit in the filesystem's running transaction, which one commit can carry whole (ext4 commits a
+// transaction at once), where syncing each before the next was written forced a commit per step.
+// `executed` still follows the syncs. A sync the disk refuses is rare: the receipt is then written again,
+// saying so, and synced on its own.
 std::string trial_artifacts::publish(bool drained) {
     if (!store_) {
         return {};

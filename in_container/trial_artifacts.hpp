@@ -34,9 +34,10 @@ class trial_artifacts {
     void mask_with(const contracts::secret_masker& masker);
     // The usage file's one line.
     void write_usage(const contracts::subject_usage& usage);
-    // After the subject is settled and its pipes handed off: every file synced, the receipt written and
-    // synced, everything published. `drained`: a drainer still appends to the output files. Returns the
-    // receipt's text as written (empty when there was no artifacts directory).
+    // After the subject is settled and its pipes handed off: the receipt written, everything published (the
+    // receipt last), then every file, the receipt and the directory synced; a refused sync rewrites the
+    // receipt to say so. `drained`: a drainer still appends to the output files. Returns the receipt's text
+    // as finally written (empty when there was no artifacts directory).
     std::string publish(bool drained);
 
     captured_stream out;
