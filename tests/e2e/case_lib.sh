@@ -4,7 +4,7 @@
 work=$(mktemp -d)
 container=
 cleanup() {
-  [ -z "$container" ] || docker rm -f "$container" >/dev/null 2>&1 || true
+  [ -z "$container" ] || timeout 60 docker rm -f "$container" >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -17,7 +17,8 @@ skip() { echo "skipped: $*"; exit 77; }
 fresh_container() {
   [ "${MAKA_EVAL_E2E:-}" = 1 ] || skip "MAKA_EVAL_E2E is not 1: no engine prepared for this run"
   container=$1-$$
-  docker run -d --name "$container" maka-eval-test-busybox:test sleep 600 >/dev/null || fail "no container"
+  timeout 60 docker run -d --name "$container" maka-eval-test-busybox:test sleep 600 >/dev/null ||
+    fail "docker run of a fresh BusyBox container failed or took over 60 s"
   helper_args=()
   [ -z "${MAKA_EVAL_TEST_HELPER:-}" ] || helper_args=(--helper "$MAKA_EVAL_TEST_HELPER")
 }

@@ -14,7 +14,7 @@ socket=maka-terminal-$$
 container=
 cleanup() {
   tmux -L "$socket" kill-server 2>/dev/null || true
-  [ -z "$container" ] || docker rm -f "$container" >/dev/null 2>&1 || true
+  [ -z "$container" ] || timeout 60 docker rm -f "$container" >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -38,7 +38,8 @@ env_args=()
 in_container() {
   [ "${MAKA_EVAL_E2E:-}" = 1 ] || skip "MAKA_EVAL_E2E is not 1: no engine prepared for this run"
   container=maka-terminal-$$
-  docker run -d --name "$container" maka-eval-test-busybox:test sleep 600 >/dev/null || fail "no container"
+  timeout 60 docker run -d --name "$container" maka-eval-test-busybox:test sleep 600 >/dev/null ||
+    fail "docker run of a fresh BusyBox container failed or took over 60 s"
   env_args=(--env "docker:$container")
   # Under the sanitizers the build's own helper is not static: the release build's goes in, as for the
   # other end-to-end tests (tests/e2e/engine_fixture.hpp).
