@@ -395,7 +395,8 @@ const std::vector<option_row>& option_table() {
         {"--helper",
          "PATH",
          trial_commands,
-         "maka-eval-helper to use (default: MAKA_EVAL_HELPER, else beside this binary, in ../lib/maka-eval/, then on PATH)",
+         "maka-eval-helper to use (default: MAKA_EVAL_HELPER, else beside this binary, in ../lib/maka-eval/, "
+         "then on PATH)",
          {},
          set_text<&common_options::helper_path>},
         {"--work-dir",
