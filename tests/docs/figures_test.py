@@ -9,6 +9,8 @@ import re
 import sys
 from pathlib import Path
 
+from verdict import verdict
+
 RATIO = re.compile(r"(?<![\d.])\d+\.\d+×")
 
 
@@ -44,7 +46,7 @@ def main():
     results = results_path.read_text()
     measured = set(table_rows(results)[1:])
     known_ratios = set(RATIO.findall(results))
-    failures = []
+    failures, rows = [], []
     readme = (root / "README.md").read_text()
     performance = re.search(r"^## Performance\n(.*?)(?=^## )", readme, flags=re.S | re.M)
     if not performance:
@@ -59,12 +61,8 @@ def main():
     for path in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
         for ratio in sorted(set(RATIO.findall(outside_investigations(path.read_text()))) - known_ratios):
             failures.append(f"{path.relative_to(root)} states {ratio}, which bench/results.md does not hold")
-    for line in failures:
-        print("FAILED:", line)
-    if failures:
-        return 1
-    print(f"passed: README's {len(rows) - 1} rows are bench/results.md's; every ratio stated is measured there")
-    return 0
+    return verdict(failures, f"README's {len(rows) - 1} rows are bench/results.md's; every ratio stated is "
+                             "measured there")
 
 
 if __name__ == "__main__":

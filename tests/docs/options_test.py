@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from verdict import verdict
+
 OTHER_PROGRAMS = {
     "docker": {"--cap-add", "--cap-drop", "--privileged", "--init", "--read-only", "--network", "--tmpfs",
                "--tlsverify", "--security-opt", "--user", "--rm", "--name", "--bridge", "--data-root",
@@ -68,12 +70,8 @@ def main():
         failures.append(f"{option}: named as ours in {ours[option]}, printed by no --help")
     if len(printed) < 40:
         failures.append(f"only {len(printed)} options in the help texts: the parse is wrong")
-    for line in failures:
-        print("FAILED:", line)
-    if failures:
-        return 1
-    print(f"passed: {len(printed)} options, each in the docs; {len(set(ours) - others)} named as ours, each in a --help")
-    return 0
+    return verdict(failures, f"{len(printed)} options, each in the docs; {len(set(ours) - others)} named as "
+                             "ours, each in a --help")
 
 
 if __name__ == "__main__":
