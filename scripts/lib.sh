@@ -29,10 +29,13 @@ BUILD_PACKAGES=(g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev lib
 # What the full test command needs on top: clang for the sanitizer and fuzz builds, the linters, the engine,
 # the openssl and ip commands (the TLS engine's certificates and bridge), and Podman with what its rootless
 # mode needs, procps for the service script's ps, pgrep and pkill (tests/e2e/podman_service.sh), and tmux,
-# which types at run -it as a person would (tests/e2e/terminal_test.sh). Node.js and npm come separately
+# which types at run -it as a person would (tests/e2e/terminal_test.sh), and the packaging tools (the docs'
+# commands run after each install route: tests/docs/commands_test.py). Node.js and npm come separately
 # (ensure_node).
+# What scripts/package.sh builds the wheel with (Debian's own Python's packages, offline).
+PACKAGING_PACKAGES=(python3-build python3-setuptools python3-wheel python3-venv)
 TEST_PACKAGES=(clang-14 libclang-rt-14-dev clang-format-14 clang-tidy-14 docker.io busybox-static openssl iproute2
-  podman catatonit uidmap slirp4netns fuse-overlayfs procps tmux)
+  podman catatonit uidmap slirp4netns fuse-overlayfs procps tmux "${PACKAGING_PACKAGES[@]}")
 
 # ensure_node — Node.js 18 or later with npm, which install @sigstore/core into the build folder to check our
 # signed results with code we did not write (tests/e2e/attestation_test.sh). A machine's own Node.js is used
