@@ -17,6 +17,9 @@ inline constexpr std::uint32_t kill_grace_ms = 10'000;
 inline constexpr std::uint32_t drain_ms = 2'000;
 // How often a session helper says it is alive while the subject runs (the relay allows three missed beats).
 inline constexpr std::uint32_t heartbeat_ms = 2'000;
+// `maka-eval-helper cancel` run by hand without --grace-ms: TERM for half of it, then KILL (the relay always
+// gives one, fitted to its teardown budget).
+inline constexpr std::uint32_t cancel_grace_ms = 40'000;
 // docker: how long an engine request, or an exec's first answer, may go unanswered.
 inline constexpr std::uint32_t engine_timeout_ms = 30'000;
 

@@ -11,6 +11,8 @@
 // process whose command line is `… run --request PATH` (a copy a subject starts later is younger) — so a
 // root subject that deleted or rewrote the scope file is still settled. Prints one JSON object.
 // Exit: 0 settled, 3 nothing was running, 1 did not settle within the grace, 2 usage.
+#include "contracts/defaults.hpp"
+#include "contracts/teardown_budget.hpp"
 #include "contracts/wire_json.hpp"
 #include "in_container/cli.hpp"
 #include "in_container/io.hpp"
@@ -19,9 +21,11 @@
 #include "in_container/scope_file.hpp"
 #include "in_container/text_fields.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <limits>
 #include <optional>
 #include <poll.h>
 #include <string_view>
@@ -86,12 +90,18 @@ void signal_members(const std::vector<process_status>& members, int sig) {
     }
 }
 
+// What is left until `deadline`, as poll(2) takes it (0 once it has passed).
+int ms_until(clock_type::time_point deadline) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
+    return static_cast<int>(std::clamp<long long>(left.count(), 0, std::numeric_limits<int>::max()));
+}
+
 } // namespace
 
 int cancel_command(std::span<const std::string_view> args) {
     std::string scope;
     std::string run_request;
-    long grace_ms = 40000;
+    long grace_ms = contracts::defaults::cancel_grace_ms;
     for (std::size_t i = 0; i < args.size(); ++i) {
         if (args[i] == "--scope" && i + 1 < args.size()) {
             scope = args[++i];
@@ -128,11 +138,8 @@ int cancel_command(std::span<const std::string_view> args) {
         if (state != 'T' && state != 't') {
             supervisor->signal(SIGTERM);
             while (true) {
-                const auto left =
-                    std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now())
-                        .count();
                 pollfd fd{supervisor->fd(), POLLIN, 0};
-                const int ready = ::poll(&fd, 1, static_cast<int>(std::max<long long>(0, left)));
+                const int ready = ::poll(&fd, 1, ms_until(deadline));
                 if (ready < 0 && errno == EINTR) {
                     continue;
                 }
@@ -143,7 +150,7 @@ int cancel_command(std::span<const std::string_view> args) {
         log_line("cancel: the supervisor is stopped; killing it and settling its scope here");
         supervisor->signal(SIGKILL);
         pollfd fd{supervisor->fd(), POLLIN, 0};
-        (void)::poll(&fd, 1, 2000);
+        (void)::poll(&fd, 1, ms_until(deadline));
     }
     // No supervisor: what remains of the scope is what shares its group or session.
     if (!record) {
@@ -155,7 +162,7 @@ int cancel_command(std::span<const std::string_view> args) {
     }
     log_line("cancel: the supervisor is gone; signalling the scope of process group " +
              std::to_string(record->pgid));
-    const auto term_until = begun + std::chrono::milliseconds(grace_ms / 2);
+    const auto term_until = begun + contracts::cancel_term_share(std::chrono::milliseconds(grace_ms));
     for (const auto& [sig, until] : {std::pair{SIGTERM, term_until}, std::pair{SIGKILL, deadline}}) {
         signal_members(members, sig);
         // Not our children, so no pidfd or waitpid tells us: check /proc at a short interval, bounded.

@@ -559,8 +559,8 @@ class bridge_backend final : public backend {
 
     // No engine to ask whether the environment still runs: a fresh root `cancel` either settles or fails.
     asio::awaitable<recovery> recover(std::optional<int>, std::string scope,
-                                      std::chrono::milliseconds budget) override {
-        co_return co_await cancel_as_root(std::move(scope), budget);
+                                      recovery_window window) override {
+        co_return co_await cancel_as_root(std::move(scope), window.settle_left());
     }
 
     std::string scope_path(const std::string& name) const override {

@@ -5,6 +5,7 @@
 #include "contracts/session_messages.hpp"
 #include "posix/io.hpp"
 #include "relay/backends/container_diagnosis.hpp"
+#include "relay/backends/container_recovery.hpp"
 #include "relay/backends/helper_binary.hpp"
 #include "relay/backends/host_cgroup.hpp"
 #include "relay/backends/install_record.hpp"
@@ -301,43 +302,21 @@ class docker_backend final : public backend {
         co_await (remove_container() || timer.async_wait(as_tuple(use_awaitable)));
     }
 
-    // The helper died without a report. First what the engine says of the container: an engine that does
-    // not answer is asked again within half the budget, a paused container waited for as long; a container
-    // that no longer runs, or was restarted, has nothing left to stop and is left as it is for whoever
-    // debugs it. Only a container that runs as it did gets a fresh root exec of `cancel`.
+    // The helper died without a report: what the engine says of the container decides
+    // (container_recovery.hpp).
     asio::awaitable<recovery> recover(std::optional<int>, std::string scope,
-                                      std::chrono::milliseconds budget) override {
-        const auto begun_recovery = std::chrono::steady_clock::now();
-        auto diagnosis = co_await diagnose_within(budget / 2);
-        budget -= std::min(budget, std::chrono::duration_cast<std::chrono::milliseconds>(
-                                       std::chrono::steady_clock::now() - begun_recovery));
-        if (auto verdict = recovery_of(diagnosis.condition)) {
-            co_return *verdict;
-        }
+                                      recovery_window window) override {
+        recovery_steps steps;
+        steps.diagnose = [this]() -> asio::awaitable<container_diagnosis> {
+            co_return diagnose_container(co_await api_.inspect_container(container_), started_at_);
+        };
         if (resolved_ && options_.helper.in_environment.empty()) {
-            // A root subject may have replaced or removed the helper since the session began: the cancel
-            // runs a copy put in just now (within a third of the budget; a failed upload leaves the cancel
-            // to say what it finds).
-            const auto begun = std::chrono::steady_clock::now();
-            asio::steady_timer limit(co_await asio::this_coro::executor, budget / 3);
-            (void)co_await (upload_helper() || limit.async_wait(as_tuple(use_awaitable)));
-            budget -= std::min(budget, std::chrono::duration_cast<std::chrono::milliseconds>(
-                                           std::chrono::steady_clock::now() - begun));
+            steps.refresh_helper = [this]() -> asio::awaitable<void> { (void)co_await upload_helper(); };
         }
-        const auto settled = co_await cancel_as_root(std::move(scope), budget);
-        // A container being killed still reads as running for a moment after its execs end: before calling
-        // the cancel a failure, watch its state for a short while.
-        asio::steady_timer timer(co_await asio::this_coro::executor);
-        for (int look = 0; settled == recovery::failed && look < 30; ++look) {
-            const auto now = diagnose_container(co_await api_.inspect_container(container_), started_at_);
-            if (auto verdict = recovery_of(now.condition);
-                verdict && now.condition != container_condition::engine_unreachable) {
-                co_return *verdict;
-            }
-            timer.expires_after(std::chrono::milliseconds(100));
-            co_await timer.async_wait(as_tuple(use_awaitable));
-        }
-        co_return settled;
+        steps.cancel = [this, &scope](std::chrono::milliseconds runs_for) -> asio::awaitable<recovery> {
+            co_return co_await cancel_as_root(std::move(scope), runs_for);
+        };
+        co_return co_await recover_container(steps, window);
     }
 
     asio::awaitable<std::optional<outside_fault>> diagnose_outside() override {
@@ -386,49 +365,6 @@ class docker_backend final : public backend {
     std::string artifacts_dir() const override { return std::string(contracts::artifacts_directory); }
 
   private:
-    // What the recovery ends with for each condition; nullopt: the container runs as it did (cancel it).
-    static std::optional<recovery> recovery_of(container_condition condition) {
-        switch (condition) {
-        case container_condition::running:
-        case container_condition::memory_killed: // the container runs: what is left in it can be cancelled
-            return std::nullopt;
-        case container_condition::paused:
-            return recovery::paused;
-        case container_condition::restarted:
-            return recovery::restarted;
-        case container_condition::stopped:
-        case container_condition::missing:
-            return recovery::environment_gone;
-        case container_condition::out_of_memory:
-            return recovery::out_of_memory;
-        case container_condition::engine_unreachable:
-            return recovery::engine_unreachable;
-        }
-        return recovery::failed;
-    }
-
-    // The container's condition, asked again while the engine does not answer or the container is paused
-    // (both may pass), for at most `wait`; a stopped one for a few seconds more (`docker restart` stops it
-    // first: only its coming back tells a restart from a stop).
-    asio::awaitable<container_diagnosis> diagnose_within(std::chrono::milliseconds wait) {
-        const auto begun = std::chrono::steady_clock::now();
-        const auto until = begun + wait;
-        const auto stop_until = begun + std::min(wait, std::chrono::milliseconds(3000));
-        asio::steady_timer timer(co_await asio::this_coro::executor);
-        while (true) {
-            auto d = diagnose_container(co_await api_.inspect_container(container_), started_at_);
-            const bool passing = d.condition == container_condition::engine_unreachable ||
-                                 d.condition == container_condition::paused ||
-                                 (d.condition == container_condition::stopped &&
-                                  std::chrono::steady_clock::now() < stop_until);
-            if (!passing || std::chrono::steady_clock::now() + std::chrono::milliseconds(250) >= until) {
-                co_return d;
-            }
-            timer.expires_after(std::chrono::milliseconds(250));
-            co_await timer.async_wait(as_tuple(use_awaitable));
-        }
-    }
-
     asio::awaitable<void> remove_container() {
         installs_.forget(container_id_);
         (void)co_await api_.request("POST", "/containers/" + container_ + "/kill");

@@ -183,8 +183,8 @@ class local_backend final : public backend {
 
     // No root exec here: the helper was our child, and what it supervised is the subject's group.
     asio::awaitable<recovery> recover(std::optional<int> subject_pgid, std::string,
-                                      std::chrono::milliseconds budget) override {
-        co_await destroy(subject_pgid, budget);
+                                      recovery_window window) override {
+        co_await destroy(subject_pgid, window.settle_left());
         co_return recovery::settled;
     }
 

@@ -8,7 +8,9 @@
 #pragma once
 
 #include "relay/support/error.hpp"
+#include "relay/support/relay_clock.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -56,6 +58,20 @@ enum class recovery {
     failed,             // could not be settled: destroy is what remains
 };
 
+// When a recovery must be over (relay/trial/teardown_budget.hpp): what acts on the environment (a cancel,
+// the helper's refresh) by `settle_by`, so that a destroy still has its reserve; watching a stopped container
+// for a restart, which destroys nothing, may go on until `watch_until`.
+struct recovery_window {
+    relay_clock::time_point settle_by;
+    relay_clock::time_point watch_until;
+    // What is left until settle_by (at least 1 ms: a usable timeout).
+    [[nodiscard]] std::chrono::milliseconds settle_left() const {
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(settle_by - relay_clock::now());
+        return std::max(std::chrono::milliseconds(1), left);
+    }
+};
+
 // A fault from outside the subject that the environment's host can see (docker: the engine's inspect).
 struct outside_fault {
     bool frozen = false; // paused: its processes are frozen, not gone, and may be resumed
@@ -93,9 +109,9 @@ class backend {
     virtual asio::awaitable<void> destroy(std::optional<int> subject_pgid,
                                           std::chrono::milliseconds budget) = 0;
     // The helper vanished (killed, or its exec ended) while the subject ran: settle the scope recorded at
-    // `scope` without it, within `budget`.
+    // `scope` without it, within `window`.
     virtual asio::awaitable<recovery> recover(std::optional<int> subject_pgid, std::string scope,
-                                              std::chrono::milliseconds budget) = 0;
+                                              recovery_window window) = 0;
     [[nodiscard]] virtual std::string scope_path(const std::string& name) const = 0;
     [[nodiscard]] virtual std::string artifacts_dir() const = 0;
     // Whether something outside the subject explains a silent or vanished supervisor (the container paused,

@@ -1112,12 +1112,14 @@ asio::awaitable<trial_phase> trial::recover() {
     const auto now = clock_type::now();
     const auto final_deadline = teardown_.start(now);
     log_.phase("recover", {{"settleLeftMs", std::to_string(teardown_.settle_left(now).count())}});
-    // The backend's own waits (an engine that stalls) end with the settle span, whatever they are.
-    relay_timer settle_span(executor_, teardown_.settle_by(now));
-    auto raced = co_await (env_.recover(pgid_, scope_path_, teardown_.settle_left(now)) ||
-                           settle_span.async_wait(as_tuple(use_awaitable)));
+    // The backend acts by settle_by and may only watch after it (recovery_window); whatever its waits are (an
+    // engine that stalls), they end with the watch span.
+    const recovery_window window{teardown_.settle_by(now), teardown_.watch_until(now)};
+    relay_timer watch_span(executor_, window.watch_until);
+    auto raced =
+        co_await (env_.recover(pgid_, scope_path_, window) || watch_span.async_wait(as_tuple(use_awaitable)));
     if (raced.index() == 1) {
-        log_.error("the recovery did not finish within the settle span");
+        log_.error("the recovery did not finish within the watch span");
     }
     const auto outcome = raced.index() == 0 ? std::get<0>(raced) : recovery::failed;
     // A root supervisor publishes the artifacts only at the end: the one that vanished left them staged.

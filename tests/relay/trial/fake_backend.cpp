@@ -119,13 +119,16 @@ boost::asio::awaitable<void> fake_backend::destroy(std::optional<int> subject_pg
 }
 
 boost::asio::awaitable<recovery> fake_backend::recover(std::optional<int> subject_pgid, std::string scope,
-                                                       std::chrono::milliseconds budget) {
+                                                       relay::recovery_window window) {
     (void)subject_pgid;
     (void)scope;
+    const auto budget = window.settle_left();
     calls.recovering = budget;
     if (recovery_hangs) {
-        // An engine that never answers: the whole budget passes, and this call never returns on its own.
-        pass_time(executor_, budget + milliseconds(1));
+        // An engine that never answers: the whole window passes, and this call never returns on its own.
+        pass_time(executor_,
+                  std::chrono::duration_cast<milliseconds>(window.watch_until - relay::relay_clock::now()) +
+                      milliseconds(1));
         relay::relay_timer never(executor_, std::chrono::hours(24));
         co_await never.async_wait(boost::asio::use_awaitable);
     }

@@ -97,7 +97,7 @@ class fake_backend : public relay::backend {
     boost::asio::awaitable<void> destroy(std::optional<int> subject_pgid,
                                          std::chrono::milliseconds budget) override;
     boost::asio::awaitable<recovery> recover(std::optional<int> subject_pgid, std::string scope,
-                                             std::chrono::milliseconds budget) override;
+                                             relay::recovery_window window) override;
     [[nodiscard]] std::string scope_path(const std::string& name) const override { return "/scope/" + name; }
     [[nodiscard]] std::string artifacts_dir() const override { return "/artifacts"; }
     boost::asio::awaitable<std::optional<relay::outside_fault>> diagnose_outside() override;
