@@ -189,15 +189,15 @@ int locate_command(std::span<const std::string_view> args) {
     return exit_success;
 }
 
-// The loopback orchestrator of `run`, scripted with the command line's subject.
-orchestrator_script script_of(const run_options& options) {
-    orchestrator_script script;
-    script.request.argv = options.argv;
-    script.request.environment = options.environment;
-    script.request.credentials = options.credentials;
-    script.request.result_token = random_hex(16);
-    script.request.capture_stdout = options.capture_stdout;
-    return script;
+// What `run`'s loopback orchestrator asks for: the command line's subject.
+contracts::execute_request request_of(const run_options& options) {
+    contracts::execute_request request;
+    request.argv = options.argv;
+    request.environment = options.environment;
+    request.credentials = options.credentials;
+    request.result_token = random_hex(16);
+    request.capture_stdout = options.capture_stdout;
+    return request;
 }
 
 // `--rm`: the directory the local backend made (mkdtemp) for this trial alone, scope file and artifacts.
@@ -236,14 +236,15 @@ int run_command(std::span<const std::string_view> args) {
         return exit_environment;
     }
     const std::string token = random_hex(24);
-    loopback_orchestrator orchestrator(context.get_executor(), token, script_of(*options));
+    orchestrator_peer orchestrator(context.get_executor(), token);
     transcript seen;
-    boost::asio::co_spawn(context, orchestrator.serve(), [&](const std::exception_ptr& error, transcript t) {
-        seen = std::move(t);
-        if (error) {
-            seen.failure = "the loopback orchestrator failed: " + exception_text(error);
-        }
-    });
+    boost::asio::co_spawn(context, serve_trial(orchestrator, request_of(*options)),
+                          [&](const std::exception_ptr& error, transcript t) {
+                              seen = std::move(t);
+                              if (error) {
+                                  seen.failure = "the loopback orchestrator failed: " + exception_text(error);
+                              }
+                          });
     // With a terminal the phase lines would land in the middle of the subject's screen: errors only.
     phase_log log(options->common.log, options->common.quiet || (options->tty && !options->json));
     std::optional<follow_sink> follow;

@@ -1,17 +1,17 @@
-// A loopback orchestrator: the TCP peer of `maka-eval-relay run`, and a scriptable double for tests.
+// The loopback orchestrator: `maka-eval-relay run`'s TCP peer, speaking as harness-executor.ts does.
 //
-// It behaves as harness-executor.ts does — accept one connection, check `ready`, send `execute`, check
-// `executed`, send `verify` followed by a half-close (socket.end) — or misbehaves on purpose at one step.
-// Every line it receives and sends is kept in the transcript.
+// `orchestrator_peer` is one connection's steps — accept one connection, check `ready`, send a line, check
+// `executed`, send the decision followed by a half-close (socket.end) — each bounded, and every line it
+// receives kept in the transcript. `serve_trial` is the exchange `run` needs, those steps in order. A test
+// double that departs from them on purpose (tests/relay/misbehaving_orchestrator) composes the same steps.
 #pragma once
 
 #include "contracts/orchestrator_messages.hpp"
 
+#include <chrono>
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -21,34 +21,6 @@
 
 namespace maka_eval::relay {
 
-enum class misbehaviour {
-    none,
-    wrong_token,          // `execute` with another relay token
-    wrong_kind,           // a `verify` where `execute` belongs
-    garbage,              // a line that is not JSON
-    huge_line,            // a 10 MiB line
-    close_after_accept,   // close before `ready` arrives
-    close_after_ready,    // close instead of sending `execute`
-    close_during_run,     // close while the subject runs
-    control_during_run,   // send `verify` while the subject runs
-    close_after_executed, // close instead of sending `verify`
-    bad_decision,         // a wrong-kind decision after `executed`
-};
-
-[[nodiscard]] std::optional<misbehaviour> misbehaviour_from(std::string_view name);
-
-struct orchestrator_script {
-    contracts::execute_request request;
-    misbehaviour act = misbehaviour::none;
-    std::uint32_t during_run_delay_ms = 300; // for close_during_run / control_during_run
-    std::uint32_t verify_delay_ms = 0;
-    // Told "ready" and "executed" as each arrives (tests wait for these instead of sleeping).
-    std::function<void(std::string_view)> on_event;
-    std::optional<std::string>
-        raw_execute;   // an `execute` object sent as is (its token set), for refusal tests
-    bool hold = false; // never send `execute` (to cancel a relay that waits for it)
-};
-
 struct transcript {
     std::optional<boost::json::object> ready;    // as received, when it passed the orchestrator's check
     std::optional<boost::json::object> executed; // as received, when it passed the orchestrator's check
@@ -57,17 +29,42 @@ struct transcript {
     bool verify_sent = false;
 };
 
-class loopback_orchestrator {
+struct peer_line {
+    std::optional<std::string> line; // nullopt: EOF, error or timeout
+    bool timed_out = false;
+};
+
+class orchestrator_peer {
   public:
-    loopback_orchestrator(const boost::asio::any_io_executor& executor, std::string token,
-                          orchestrator_script script);
+    // Listens on 127.0.0.1, on a port of the kernel's choosing.
+    orchestrator_peer(const boost::asio::any_io_executor& executor, std::string token);
     [[nodiscard]] std::uint16_t port() const;
-    boost::asio::awaitable<transcript> serve();
+    [[nodiscard]] const std::string& token() const { return token_; }
+    [[nodiscard]] transcript& seen() { return seen_; }
+
+    // One connection, as the orchestrator's stopServer() closes the listener after it.
+    boost::asio::awaitable<bool> accept();
+    // The next line is a `ready` the orchestrator accepts (else failure "invalid-ready").
+    boost::asio::awaitable<bool> expect_ready();
+    // The next line is an `executed` the orchestrator accepts (else one of its two failures).
+    boost::asio::awaitable<bool> expect_executed();
+    boost::asio::awaitable<bool> send(std::string line);
+    // Sends `decision` (a `verify` unless a test says otherwise), half-closes, and waits for the relay to
+    // close.
+    boost::asio::awaitable<void> decide(std::string decision, bool is_verify = true);
+    boost::asio::awaitable<peer_line> read_line(std::chrono::milliseconds timeout);
+    // Closes the connection here, saying why in the transcript.
+    void close(std::string failure);
 
   private:
     boost::asio::ip::tcp::acceptor acceptor_;
+    boost::asio::ip::tcp::socket socket_;
+    std::string buffer_;
     std::string token_;
-    orchestrator_script script_;
+    transcript seen_;
 };
+
+// `run`'s exchange: accept, `ready`, `execute` with `request`, `executed`, `verify`.
+boost::asio::awaitable<transcript> serve_trial(orchestrator_peer& peer, contracts::execute_request request);
 
 } // namespace maka_eval::relay

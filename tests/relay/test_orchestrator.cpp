@@ -1,11 +1,12 @@
-// maka-eval-test-orchestrator: the loopback orchestrator as a process, for the relay's integration tests.
+// maka-eval-test-orchestrator: the scriptable orchestrator (misbehaving_orchestrator.hpp) as a process, for
+// the relay's integration tests.
 //
 //   MAKA_EVAL_RELAY_TOKEN=T maka-eval-test-orchestrator [--scenario NAME] [--no-capture] [-e K=V]...
 //       [--credential NAME]... [--raw-execute JSON] [--hold] [--delay-ms N] [--verify-delay-ms N] -- CMD
 //       [ARG...]
 // Prints "port N" once listening, then the transcript as one JSON object when the exchange is over.
 #include "contracts/wire_json.hpp"
-#include "relay/cli/loopback_orchestrator.hpp"
+#include "relay/misbehaving_orchestrator.hpp"
 
 #include <cstdlib>
 #include <iostream>
@@ -16,7 +17,7 @@
 
 int main(int argc, char** argv) {
     using namespace maka_eval;
-    relay::orchestrator_script script;
+    test::orchestrator_script script;
     script.request.result_token = "0123456789abcdef0123456789abcdef";
     int i = 1;
     for (; i < argc && std::string_view(argv[i]) != "--"; ++i) {
@@ -27,7 +28,7 @@ int main(int argc, char** argv) {
             return std::pair<std::string, std::string>(kv.substr(0, eq), kv.substr(eq + 1));
         };
         if (arg == "--scenario") {
-            script.act = relay::misbehaviour_from(value).value_or(relay::misbehaviour::none);
+            script.act = test::misbehaviour_from(value).value_or(test::misbehaviour::none);
             ++i;
         } else if (arg == "--no-capture") {
             script.request.capture_stdout = false;
@@ -58,17 +59,18 @@ int main(int argc, char** argv) {
     script.on_event = [](std::string_view what) { std::cout << "event " << what << std::endl; };
     const char* token = std::getenv("MAKA_EVAL_RELAY_TOKEN");
     boost::asio::io_context context;
-    relay::loopback_orchestrator orchestrator(context.get_executor(), token != nullptr ? token : "", script);
+    relay::orchestrator_peer orchestrator(context.get_executor(), token != nullptr ? token : "");
     std::cout << "port " << orchestrator.port() << std::endl;
-    boost::asio::co_spawn(context, orchestrator.serve(), [](std::exception_ptr error, relay::transcript t) {
-        boost::json::object out;
-        out["ready"] = t.ready ? boost::json::value(*t.ready) : nullptr;
-        out["executed"] = t.executed ? boost::json::value(*t.executed) : nullptr;
-        out["failure"] = error ? std::string("exception") : t.failure;
-        out["verifySent"] = t.verify_sent;
-        out["received"] = static_cast<std::uint64_t>(t.received.size());
-        std::cout << contracts::to_wire(out) << std::endl;
-    });
+    boost::asio::co_spawn(context, test::serve_script(orchestrator, script),
+                          [](std::exception_ptr error, relay::transcript t) {
+                              boost::json::object out;
+                              out["ready"] = t.ready ? boost::json::value(*t.ready) : nullptr;
+                              out["executed"] = t.executed ? boost::json::value(*t.executed) : nullptr;
+                              out["failure"] = error ? std::string("exception") : t.failure;
+                              out["verifySent"] = t.verify_sent;
+                              out["received"] = static_cast<std::uint64_t>(t.received.size());
+                              std::cout << contracts::to_wire(out) << std::endl;
+                          });
     context.run();
     return 0;
 }

@@ -161,7 +161,7 @@ contracts::report_message report(std::int64_t code, bool settled) {
 }
 
 fake_trial run_fake_trial(const std::function<void(fake_backend&, fake_helper&)>& setup,
-                          relay::trial_config config, relay::orchestrator_script script) {
+                          relay::trial_config config, orchestrator_script script) {
     boost::asio::io_context context;
     fake_helper helper(context.get_executor());
     fake_backend env(context.get_executor(), helper);
@@ -172,7 +172,7 @@ fake_trial run_fake_trial(const std::function<void(fake_backend&, fake_helper&)>
         script.request.result_token = "0123456789abcdef0123456789abcdef";
     }
     script.during_run_delay_ms = 0;
-    relay::loopback_orchestrator orchestrator(context.get_executor(), token, std::move(script));
+    relay::orchestrator_peer orchestrator(context.get_executor(), token);
     fake_trial out;
     // Every case ends in milliseconds of real time: one that does not is stuck, and says so with its log.
     boost::asio::steady_timer watchdog(context, std::chrono::seconds(20));
@@ -188,10 +188,11 @@ fake_trial run_fake_trial(const std::function<void(fake_backend&, fake_helper&)>
             watchdog.cancel();
         }
     };
-    boost::asio::co_spawn(context, orchestrator.serve(), [&](const std::exception_ptr&, relay::transcript t) {
-        out.seen = std::move(t);
-        ended();
-    });
+    boost::asio::co_spawn(context, serve_script(orchestrator, std::move(script)),
+                          [&](const std::exception_ptr&, relay::transcript t) {
+                              out.seen = std::move(t);
+                              ended();
+                          });
     config.host = "127.0.0.1";
     config.port = orchestrator.port();
     config.token = token;

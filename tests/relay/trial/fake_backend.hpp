@@ -10,7 +10,7 @@
 #pragma once
 
 #include "contracts/session_messages.hpp"
-#include "relay/cli/loopback_orchestrator.hpp"
+#include "relay/misbehaving_orchestrator.hpp"
 #include "relay/support/event_queue.hpp"
 #include "relay/trial/backend.hpp"
 #include "relay/trial/trial.hpp"
@@ -124,7 +124,6 @@ struct fake_trial {
     milliseconds elapsed{0}; // on the relay clock, moved or not
 };
 [[nodiscard]] fake_trial run_fake_trial(const std::function<void(fake_backend&, fake_helper&)>& setup,
-                                        relay::trial_config config = {},
-                                        relay::orchestrator_script script = {});
+                                        relay::trial_config config = {}, orchestrator_script script = {});
 
 } // namespace maka_eval::test

@@ -256,8 +256,8 @@ TEST_CASE(
 }
 
 TEST_CASE("trial: the orchestrator closing while the subject runs is transport loss: settled, no executed") {
-    relay::orchestrator_script script;
-    script.act = relay::misbehaviour::close_during_run;
+    orchestrator_script script;
+    script.act = misbehaviour::close_during_run;
     const auto t = run_fake_trial(
         [](fake_backend&, fake_helper& helper) {
             helper.on_message = [&helper](const contracts::session_message& m) {
@@ -294,7 +294,7 @@ TEST_CASE("trial: a short budget fits the graces inside it before run is sent, a
 
 TEST_CASE(
     "trial: credentials are not sent into an environment an earlier root subject owned, unless trusted") {
-    relay::orchestrator_script script;
+    orchestrator_script script;
     script.request.argv = {"subject"};
     script.request.result_token = "0123456789abcdef0123456789abcdef";
     script.request.credentials = {{"API_KEY", "canary-secret"}};
@@ -341,7 +341,7 @@ TEST_CASE("trial: a helper that never says hello fails the trial naming what it 
 }
 
 TEST_CASE("trial: a signal before the subject starts cancels at once, and nothing is run") {
-    relay::orchestrator_script script;
+    orchestrator_script script;
     script.hold = true;
     script.on_event = [](std::string_view what) {
         if (what == "ready") {
