@@ -9,9 +9,9 @@
 // (credentials) goes through the line buffer, the parsed JSON and the request, and each reuses the pages
 // the one before faulted in instead of faulting fresh ones (a page fault is the costly part of moving
 // bytes here, more so in a VM). The supervisor returns it all once the subject has started.
-#include "in_container/cli.hpp"
-#include "in_container/io.hpp"
-#include "in_container/spawn.hpp"
+#include "in_container/base/io.hpp"
+#include "in_container/commands/cli.hpp"
+#include "in_container/process/spawn.hpp"
 
 #include <exception>
 #include <malloc.h>

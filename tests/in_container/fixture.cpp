@@ -1,7 +1,7 @@
 // Test support for the helper's integration tests (see fixture.hpp).
 #include "in_container/fixture.hpp"
 
-#include "in_container/process_table.hpp"
+#include "in_container/process/process_table.hpp"
 
 #include <algorithm>
 #include <chrono>

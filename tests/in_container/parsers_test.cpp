@@ -1,9 +1,9 @@
 // The helper's small readers, each on its own: /proc/<pid>/stat lines (a command name may hold spaces and
 // parentheses), the scope record, the bounded control-line reader and the line parsed as it arrives.
-#include "in_container/line_reader.hpp"
-#include "in_container/process_table.hpp"
-#include "in_container/scope_file.hpp"
-#include "in_container/streamed_message.hpp"
+#include "in_container/base/line_reader.hpp"
+#include "in_container/base/streamed_message.hpp"
+#include "in_container/process/process_table.hpp"
+#include "in_container/process/scope_file.hpp"
 
 #include <random>
 #include <string>
