@@ -9,6 +9,7 @@
 #include "in_container/base/io.hpp"
 #include "in_container/base/text_fields.hpp"
 #include "in_container/commands/cli.hpp"
+#include "in_container/commands/command_options.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -18,34 +19,15 @@
 #include <unistd.h>
 
 namespace maka_eval::in_container {
-namespace {
-
-bool parse_id(std::string_view text, unsigned long& out) {
-    return parse_number(text, out) && out < 0xFFFFFFFFUL;
-}
-
-} // namespace
-
 int adopt_command(std::span<const std::string_view> args) {
     std::string path;
-    unsigned long uid = 0;
-    unsigned long gid = 0;
-    bool have_uid = false;
-    bool have_gid = false;
-    for (std::size_t i = 0; i + 1 < args.size(); i += 2) {
-        if (args[i] == "--request") {
-            path = args[i + 1];
-        } else if (args[i] == "--uid") {
-            have_uid = parse_id(args[i + 1], uid);
-        } else if (args[i] == "--gid") {
-            have_gid = parse_id(args[i + 1], gid);
-        } else {
-            have_uid = false;
-            break;
-        }
-    }
-    if (args.size() != 6 || path.empty() || !have_uid || !have_gid) {
-        log_line("usage: maka-eval-helper adopt --request FILE --uid U --gid G");
+    std::int64_t uid = 0;
+    std::int64_t gid = 0;
+    command_options options("adopt", "usage: maka-eval-helper adopt --request FILE --uid U --gid G");
+    // (uid_t)-1 is "no change" to fchown: never an id to give the file to.
+    options.text("--request", path).number("--uid", uid, 0, 0xFFFFFFFE).number("--gid", gid, 0, 0xFFFFFFFE);
+    if (!options.parse(args) || ((path.empty() || !options.given("--uid") || !options.given("--gid")) &&
+                                 !options.usage_error("--request, --uid and --gid are required"))) {
         return exit_usage;
     }
     const int fd = open_retry(path, O_RDONLY | O_NOFOLLOW);

@@ -17,6 +17,7 @@
 #include "in_container/base/io.hpp"
 #include "in_container/base/text_fields.hpp"
 #include "in_container/commands/cli.hpp"
+#include "in_container/commands/command_options.hpp"
 #include "in_container/process/process_table.hpp"
 #include "in_container/process/root_state.hpp"
 #include "in_container/process/scope_file.hpp"
@@ -101,24 +102,13 @@ int ms_until(clock_type::time_point deadline) {
 int cancel_command(std::span<const std::string_view> args) {
     std::string scope;
     std::string run_request;
-    long grace_ms = contracts::defaults::cancel_grace_ms;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        if (args[i] == "--scope" && i + 1 < args.size()) {
-            scope = args[++i];
-        } else if (args[i] == "--run-request" && i + 1 < args.size()) {
-            run_request = args[++i];
-        } else if (args[i] == "--grace-ms" && i + 1 < args.size()) {
-            if (!parse_number(args[++i], grace_ms) || grace_ms < 0) {
-                scope.clear();
-                break;
-            }
-        } else {
-            scope.clear();
-            break;
-        }
-    }
-    if (scope.empty()) {
-        log_line("usage: maka-eval-helper cancel --scope FILE [--grace-ms N] [--run-request PATH]");
+    std::int64_t grace_ms = contracts::defaults::cancel_grace_ms;
+    command_options options(
+        "cancel", "usage: maka-eval-helper cancel --scope FILE [--grace-ms N] [--run-request PATH]");
+    options.text("--scope", scope)
+        .text("--run-request", run_request)
+        .number("--grace-ms", grace_ms, 0, 86'400'000);
+    if (!options.parse(args) || (scope.empty() && !options.usage_error("--scope FILE is required"))) {
         return exit_usage;
     }
     const auto begun = clock_type::now();

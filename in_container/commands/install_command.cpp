@@ -13,6 +13,7 @@
 #include "in_container/base/io.hpp"
 #include "in_container/base/text_fields.hpp"
 #include "in_container/commands/cli.hpp"
+#include "in_container/commands/command_options.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -90,27 +91,22 @@ std::string put_in_place(const install_plan& plan, int file) {
 
 int install_command(std::span<const std::string_view> args) {
     install_plan plan;
-    bool sized = false;
-    std::size_t i = 0;
-    for (; i + 1 < args.size() && args[i] != "--"; i += 2) {
-        if (args[i] == "--from") {
-            plan.from = args[i + 1];
-        } else if (args[i] == "--size") {
-            sized = parse_number(args[i + 1], plan.size);
-        } else if (args[i] == "--directory") {
-            plan.directory = args[i + 1];
-        } else if (args[i] == "--name") {
-            plan.name = args[i + 1];
-        } else {
-            break;
-        }
-    }
-    const bool ended = i == args.size() || args[i] == "--";
-    if (!ended || plan.from.empty() || !sized || !plan.directory.starts_with("/") ||
-        !one_component(plan.name) || plan.name == link_name) {
-        log_line(install_usage);
+    std::int64_t size = 0;
+    std::span<const std::string_view> command;
+    command_options options("install", install_usage);
+    options.text("--from", plan.from).number("--size", size, 1, std::int64_t{1} << 40);
+    options.text("--directory", plan.directory).text("--name", plan.name);
+    if (!options.parse(args, &command)) {
         return exit_usage;
     }
+    if (plan.from.empty() || !options.given("--size") || !plan.directory.starts_with("/") ||
+        !one_component(plan.name) || plan.name == link_name) {
+        (void)options.usage_error(
+            "--from, --size, an absolute --directory and a --name of one component (not " +
+            std::string(link_name) + ") are required");
+        return exit_usage;
+    }
+    plan.size = static_cast<std::size_t>(size);
     const posix::unique_fd file(open_retry(plan.from, O_RDONLY | O_NOFOLLOW));
     if (!file || !is_running(file.get())) {
         // Never removed: whatever it is, it is not ours.
@@ -122,14 +118,14 @@ int install_command(std::span<const std::string_view> args) {
         log_line("install: " + why);
         return exit_failed;
     }
-    if (i + 1 >= args.size()) {
+    if (command.empty()) {
         return exit_ok;
     }
     // COMMAND from the installed path, so that the session is what it is on every later trial (in `ps`, in
     // the tests that look for it). Should the exec fail, it runs here all the same.
     const std::string installed = plan.directory + "/" + plan.name;
     std::vector<std::string> owned{installed};
-    owned.insert(owned.end(), args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+    owned.insert(owned.end(), command.begin(), command.end());
     std::vector<char*> argv;
     argv.reserve(owned.size() + 1);
     for (auto& arg : owned) {
@@ -138,7 +134,7 @@ int install_command(std::span<const std::string_view> args) {
     argv.push_back(nullptr);
     ::execv(installed.c_str(), argv.data());
     log_line("install: " + installed + ": " + std::strerror(errno) + " (running on from " + plan.from + ")");
-    return run_cli(args.subspan(i + 1));
+    return run_cli(command);
 }
 
 } // namespace maka_eval::in_container

@@ -7,6 +7,7 @@
 #include "contracts/session_messages.hpp"
 #include "in_container/base/io.hpp"
 #include "in_container/commands/cli.hpp"
+#include "in_container/commands/command_options.hpp"
 #include "in_container/process/root_owned.hpp"
 #include "policy/egress_gate.hpp"
 #include "policy/hosts_file.hpp"
@@ -32,17 +33,13 @@ int pin_proxy_command(std::span<const std::string_view> args) {
     std::string host;
     std::string ipv4_file(policy::proxy_ipv4_path);
     std::string hosts_file = "/etc/hosts";
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        if (args[i] == "--host" && i + 1 < args.size()) {
-            host = args[++i];
-        } else if (args[i] == "--ipv4-file" && i + 1 < args.size()) {
-            ipv4_file = args[++i];
-        } else if (args[i] == "--hosts-file" && i + 1 < args.size()) {
-            hosts_file = args[++i];
-        } else {
-            log_line("usage: maka-eval-helper pin-proxy --host HOST [--ipv4-file FILE] [--hosts-file FILE]");
-            return exit_usage;
-        }
+    command_options options(
+        "pin-proxy", "usage: maka-eval-helper pin-proxy --host HOST [--ipv4-file FILE] [--hosts-file FILE]");
+    if (!options.text("--host", host)
+             .text("--ipv4-file", ipv4_file)
+             .text("--hosts-file", hosts_file)
+             .parse(args)) {
+        return exit_usage;
     }
     auto checked = policy::proxy_host_from(host);
     if (!checked) {

@@ -1,6 +1,7 @@
 // `maka-eval-helper probe`: the self-probe as one JSON object (the `hello` message).
 #include "in_container/base/io.hpp"
 #include "in_container/commands/cli.hpp"
+#include "in_container/commands/command_options.hpp"
 #include "in_container/process/probe.hpp"
 
 #include <unistd.h>
@@ -8,8 +9,7 @@
 namespace maka_eval::in_container {
 
 int probe_command(std::span<const std::string_view> args) {
-    if (!args.empty()) {
-        log_line("usage: maka-eval-helper probe");
+    if (!command_options("probe", "usage: maka-eval-helper probe").parse(args)) {
         return exit_usage;
     }
     return write_all(STDOUT_FILENO, contracts::serialize(probe_self())) ? exit_ok : exit_failed;

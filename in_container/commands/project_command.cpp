@@ -9,6 +9,7 @@
 #include "contracts/wire_json.hpp"
 #include "in_container/base/io.hpp"
 #include "in_container/commands/cli.hpp"
+#include "in_container/commands/command_options.hpp"
 
 #include <cerrno>
 #include <unistd.h>
@@ -16,18 +17,14 @@
 namespace maka_eval::in_container {
 
 int project_command(std::span<const std::string_view> args) {
-    std::string_view token;
-    bool capture = true;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        if (args[i] == "--result-token" && i + 1 < args.size()) {
-            token = args[++i];
-        } else if (args[i] == "--no-capture") {
-            capture = false;
-        } else {
-            log_line("usage: maka-eval-helper project --result-token TOKEN [--no-capture] < CARRIER");
-            return exit_usage;
-        }
+    std::string token;
+    bool no_capture = false;
+    command_options options("project",
+                            "usage: maka-eval-helper project --result-token TOKEN [--no-capture] < CARRIER");
+    if (!options.text("--result-token", token).flag("--no-capture", no_capture).parse(args)) {
+        return exit_usage;
     }
+    const bool capture = !no_capture;
     if (!contracts::is_result_token(token)) {
         log_line("project: --result-token must be 32 lowercase hex characters");
         return exit_usage;

@@ -8,6 +8,7 @@
 #include "in_container/base/io.hpp"
 #include "in_container/base/signals.hpp"
 #include "in_container/commands/cli.hpp"
+#include "in_container/commands/command_options.hpp"
 #include "in_container/supervision/supervisor.hpp"
 
 #include <cerrno>
@@ -27,11 +28,12 @@ int refuse(const std::string& message) {
 } // namespace
 
 int run_command(std::span<const std::string_view> args) {
-    if (args.size() != 2 || args[0] != "--request") {
-        log_line("usage: maka-eval-helper run --request FILE");
+    std::string path;
+    command_options options("run", "usage: maka-eval-helper run --request FILE");
+    if (!options.text("--request", path).parse(args) ||
+        (path.empty() && !options.usage_error("--request FILE is required"))) {
         return exit_usage;
     }
-    const std::string path(args[1]);
     const int fd = open_retry(path, O_RDONLY | O_NOFOLLOW);
     if (fd < 0) {
         return refuse(path + ": " + std::strerror(errno));

@@ -10,6 +10,7 @@
 #include "in_container/base/streamed_message.hpp"
 #include "in_container/base/text_fields.hpp"
 #include "in_container/commands/cli.hpp"
+#include "in_container/commands/command_options.hpp"
 #include "in_container/process/identity.hpp"
 #include "in_container/process/probe.hpp"
 #include "in_container/process/root_state.hpp"
@@ -91,26 +92,19 @@ int session_command(std::span<const std::string_view> args) {
     std::string user;
     // The interval is the relay's to rely on (three missed beats: a stopped supervisor); tests and people
     // watching by hand may shorten it. `hello` says which one is in force.
-    std::uint32_t heartbeat_ms = contracts::session_heartbeat_ms;
+    std::int64_t heartbeat = contracts::session_heartbeat_ms;
     bool keep_leftovers = false;
-    for (std::size_t i = 0, used = 2; i < args.size(); i += used, used = 2) {
-        const std::string_view value = i + 1 < args.size() ? args[i + 1] : std::string_view();
-        bool understood = false;
-        if (!value.empty() && args[i] == "--user") {
-            user = value;
-            understood = true;
-        } else if (args[i] == "--keep-leftovers") {
-            keep_leftovers = understood = true;
-            used = 1; // a flag: no value
-        } else if (!value.empty() && args[i] == "--heartbeat-ms") {
-            understood = parse_number(value, heartbeat_ms) && heartbeat_ms >= 50 && heartbeat_ms <= 60000;
-        }
-        if (!understood) {
-            log_line("usage: maka-eval-helper session [--user USER[:GROUP]] [--heartbeat-ms 50..60000] "
-                     "[--keep-leftovers]   (NDJSON on stdin/stdout)");
-            return exit_usage;
-        }
+    command_options options("session",
+                            "usage: maka-eval-helper session [--user USER[:GROUP]] [--heartbeat-ms "
+                            "50..60000] [--keep-leftovers]   (NDJSON on stdin/stdout)");
+    options.text("--user", user)
+        .number("--heartbeat-ms", heartbeat, 50, 60'000)
+        .flag("--keep-leftovers", keep_leftovers);
+    if (!options.parse(args) ||
+        (options.given("--user") && user.empty() && !options.usage_error("--user is empty"))) {
+        return exit_usage;
     }
+    const auto heartbeat_ms = static_cast<std::uint32_t>(heartbeat);
     // What an earlier trial's subject left running is stopped (confirmed gone, not only signalled) before
     // `hello` tells the relay it may send `run`. (main() made us non-dumpable before anything else: opening
     // our stdin through /proc then needs CAP_SYS_PTRACE, which Docker does not give a root process by
