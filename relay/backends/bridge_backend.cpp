@@ -9,6 +9,7 @@
 #include "posix/io.hpp"
 #include "relay/backends/bridge_channel.hpp"
 #include "relay/backends/helper_binary.hpp"
+#include "relay/backends/helper_start.hpp"
 #include "relay/support/event_queue.hpp"
 #include "relay/support/random_hex.hpp"
 #include "relay/trial/log.hpp"
@@ -463,55 +464,48 @@ class bridge_backend final : public backend {
                 helper_ = "/" + std::string(helper_directory) + "-" + *name;
             }
         }
-        bool uploaded = false;
-        bool made_executable = false;
+        start_history history{ours, false, false, true, false};
         if (ours && options_.fresh) {
             auto placed = co_await upload_helper();
             if (!placed) {
                 co_return placed.error();
             }
-            uploaded = true;
+            history.installed = true;
         }
-        for (int attempt = 0; attempt < 3; ++attempt) {
-            const std::vector<std::string> probe{helper_, "probe"};
-            bridge_exec request{sh_join(probe), options_.subject.cwd, {}, seconds(60), {}};
-            auto probed = co_await bridge_.exec(std::move(request), call_deadline);
-            if (!probed) {
-                co_return relay_error{relay_errc::environment,
-                                      "the trial runner's environment failed: " + probed.error().message};
+        const auto attempt = [this, ours]() { return probe_helper(ours); };
+        const auto apply =
+            [&](start_remedy remedy) -> asio::awaitable<boost::system::result<void, relay_error>> {
+            if (remedy == start_remedy::make_executable) {
+                history.made_executable = true;
+                co_return co_await make_executable();
             }
-            for (auto& line : session_lines(probed->out)) {
-                auto message = contracts::parse_session_message(line);
-                if (const auto* hello = std::get_if<contracts::hello_message>(&*message)) {
-                    co_return std::unique_ptr<helper_session>(std::make_unique<bridge_session>(
-                        std::make_shared<bridge_run>(bridge_, helper_, ours ? helper_on_host_ : std::string(),
-                                                     *hello, std::move(line), options_.switches_user, ours,
-                                                     options_.subject.cwd, executor_)));
-                }
-            }
-            if (ours && probed->exit_code == 127 && !uploaded) {
-                auto placed = co_await upload_helper();
-                if (!placed) {
-                    co_return placed.error();
-                }
-                uploaded = true;
-                continue;
-            }
-            if (ours && probed->exit_code == 126 && !made_executable) {
-                // A runner whose upload dropped the mode bits.
-                auto marked = co_await make_executable();
-                if (!marked) {
-                    co_return marked.error();
-                }
-                made_executable = true;
-                continue;
-            }
-            co_return relay_error{relay_errc::environment,
-                                  "maka-eval-helper did not start in the environment (exit " +
-                                      std::to_string(probed->exit_code) +
-                                      "): " + tail_of(probed->out + probed->err)};
+            history.installed = true;
+            co_return co_await upload_helper();
+        };
+        co_return co_await start_helper(attempt, apply, history, "in the environment");
+    }
+
+    // One `probe` through the runner's exec: a session on its hello, else how it failed.
+    asio::awaitable<start_attempt> probe_helper(bool ours) {
+        const std::vector<std::string> probe{helper_, "probe"};
+        bridge_exec request{sh_join(probe), options_.subject.cwd, {}, seconds(60), {}};
+        auto probed = co_await bridge_.exec(std::move(request), call_deadline);
+        if (!probed) {
+            co_return start_attempt::refused(relay_error{
+                relay_errc::environment, "the trial runner's environment failed: " + probed.error().message});
         }
-        co_return relay_error{relay_errc::environment, "maka-eval-helper did not start in the environment"};
+        for (auto& line : session_lines(probed->out)) {
+            auto message = contracts::parse_session_message(line);
+            if (const auto* hello = message ? std::get_if<contracts::hello_message>(&*message) : nullptr) {
+                co_return start_attempt::opened(std::make_unique<bridge_session>(std::make_shared<bridge_run>(
+                    bridge_, helper_, ours ? helper_on_host_ : std::string(), *hello, std::move(line),
+                    options_.switches_user, ours, options_.subject.cwd, executor_)));
+            }
+        }
+        start_attempt failed;
+        failed.exit_code = probed->exit_code;
+        failed.said = tail_of(probed->out + probed->err);
+        co_return failed;
     }
 
     asio::awaitable<boost::system::result<exec_output, relay_error>>

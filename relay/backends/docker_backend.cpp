@@ -7,6 +7,7 @@
 #include "relay/backends/container_diagnosis.hpp"
 #include "relay/backends/container_recovery.hpp"
 #include "relay/backends/helper_binary.hpp"
+#include "relay/backends/helper_start.hpp"
 #include "relay/backends/host_cgroup.hpp"
 #include "relay/backends/install_record.hpp"
 #include "relay/backends/installed_helper.hpp"
@@ -146,111 +147,118 @@ class docker_backend final : public backend {
             }
             installed = true;
         }
-        for (int attempt = 0; attempt < 3; ++attempt) {
-            const bool streaming = stream_install && supervise_as_root_;
-            std::optional<std::string> binary;
-            if (streaming) {
-                binary = read_helper();
-                if (!binary) {
-                    co_return relay_error{relay_errc::environment, "cannot read " + helper_on_host_};
-                }
+        start_history history{ours, installed, false, false, supervise_as_root_};
+        const auto attempt = [&]() { return start_session(stream_install, history); };
+        const auto apply =
+            [&](start_remedy remedy) -> asio::awaitable<boost::system::result<void, relay_error>> {
+            if (remedy == start_remedy::as_subject) {
+                supervise_as_root_ = history.as_root = false;
+                stream_install = false;
+                co_return boost::system::result<void, relay_error>{};
             }
-            exec_spec spec = streaming ? session_spec(install_and_become(binary->size())) : session_spec();
-            std::string id;
-            auto stream = boost::system::result<std::unique_ptr<exec_stream>, relay_error>(relay_error{});
-            if (created_ && created_->first.cmd == spec.cmd && created_->first.user == spec.user &&
-                (installed_ == installed_copy::genuine || installed)) {
-                // Created by resolve() while it compared the copy, started now that this build's helper is
-                // at its path (found there, or just put in through the engine).
-                id = created_->second;
-                stream = co_await api_.start_exec(container_, id);
-            } else {
-                stream = co_await api_.exec(container_, std::move(spec), id);
+            // install: through the engine (a streamed install that failed had no shell or tools to use)
+            stream_install = false;
+            auto placed = co_await upload_helper();
+            history.installed = placed.has_value();
+            co_return placed;
+        };
+        co_return co_await start_helper(attempt, apply, history, "in container " + container_);
+    }
+
+    // One start of the session exec (and with `stream_install`, the helper on its stdin), up to its first
+    // line: a session on hello, a final error on a refusal the relay cannot remedy, else how it failed.
+    asio::awaitable<start_attempt> start_session(bool stream_install, const start_history& history) {
+        const bool streaming = stream_install && supervise_as_root_;
+        std::optional<std::string> binary;
+        if (streaming) {
+            binary = read_helper();
+            if (!binary) {
+                co_return start_attempt::refused(
+                    relay_error{relay_errc::environment, "cannot read " + helper_on_host_});
             }
-            created_.reset();
-            if (!stream) {
-                co_return stream.error();
-            }
-            // The helper's first line within the engine's deadline: an engine that started the exec and then
-            // never delivers its output fails the trial here with a clear error. Beside it the exec's state,
-            // which says at once when the exec failed to start while its stream stays open (Podman).
-            (*stream)->expire_after(api_.timeout());
-            std::optional<std::string> first;
-            exec_end end;
-            auto& s = **stream;
-            if (binary) {
-                // Written while reading: an exec that failed to start (no /bin/sh) reads nothing, and its
-                // error arrives on the stream while the write would wait for ever.
-                auto done = co_await (
-                    (s.write(std::move(*binary)) || s.read_line(contracts::session_line_limit_bytes)) ||
-                    watch_exec(s, id, end));
-                if (done.index() == 1) {
-                    first = std::move(std::get<1>(done));
-                } else if (done.index() == 0) {
-                    auto line =
-                        co_await (s.read_line(contracts::session_line_limit_bytes) || watch_exec(s, id, end));
-                    first = line.index() == 0 ? std::move(std::get<0>(line)) : std::nullopt;
-                }
-            } else {
+        }
+        exec_spec spec = streaming ? session_spec(install_and_become(binary->size())) : session_spec();
+        std::string id;
+        auto stream = boost::system::result<std::unique_ptr<exec_stream>, relay_error>(relay_error{});
+        if (created_ && created_->first.cmd == spec.cmd && created_->first.user == spec.user &&
+            (installed_ == installed_copy::genuine || history.installed)) {
+            // Created by resolve() while it compared the copy, started now that this build's helper is at
+            // its path (found there, or just put in through the engine).
+            id = created_->second;
+            stream = co_await api_.start_exec(container_, id);
+        } else {
+            stream = co_await api_.exec(container_, std::move(spec), id);
+        }
+        created_.reset();
+        if (!stream) {
+            co_return start_attempt::refused(stream.error());
+        }
+        // The helper's first line within the engine's deadline: an engine that started the exec and then
+        // never delivers its output fails the trial here with a clear error. Beside it the exec's state,
+        // which says at once when the exec failed to start while its stream stays open (Podman).
+        (*stream)->expire_after(api_.timeout());
+        std::optional<std::string> first;
+        exec_end end;
+        auto& s = **stream;
+        if (binary) {
+            // Written while reading: an exec that failed to start (no /bin/sh) reads nothing, and its error
+            // arrives on the stream while the write would wait for ever.
+            auto done =
+                co_await ((s.write(std::move(*binary)) || s.read_line(contracts::session_line_limit_bytes)) ||
+                          watch_exec(s, id, end));
+            if (done.index() == 1) {
+                first = std::move(std::get<1>(done));
+            } else if (done.index() == 0) {
                 auto line =
                     co_await (s.read_line(contracts::session_line_limit_bytes) || watch_exec(s, id, end));
                 first = line.index() == 0 ? std::move(std::get<0>(line)) : std::nullopt;
             }
-            if (s.expired() && !end.code) {
-                co_return relay_error{
-                    relay_errc::engine,
-                    api_.unanswered("no first line from the helper in container " + container_)};
-            }
-            (*stream)->expire_after(std::nullopt); // from here the trial's heartbeat watches the session
-            // The first line must be the helper's hello: when the binary is missing, the engine writes its
-            // own error ("OCI runtime exec failed …") into the stream instead.
-            const auto hello = first ? contracts::parse_session_message(*first)
-                                     : boost::system::result<contracts::session_message, contracts::failure>(
-                                           contracts::failure{});
-            const bool answered = hello && (std::holds_alternative<contracts::hello_message>(*hello) ||
-                                            std::holds_alternative<contracts::error_message>(*hello));
-            if (answered && (installed || streaming)) {
-                installs_.add(container_id_, helper_name_); // the helper went in: a trial runs here
-            }
-            if (const auto* said = hello ? std::get_if<contracts::hello_message>(&*hello) : nullptr) {
-                if (auto refused = reader_refused(*said)) {
-                    co_return *refused; // the stream goes with this scope: the helper sees EOF and exits
-                }
-                co_return std::unique_ptr<helper_session>(
-                    std::make_unique<docker_session>(std::move(*stream), std::move(*first)));
-            }
-            if (const auto* refused = hello ? std::get_if<contracts::error_message>(&*hello) : nullptr) {
-                if (refused->code == contracts::helper_fault::identity_unavailable && supervise_as_root_) {
-                    // Root without the capabilities to switch users (--cap-drop ALL): the whole session then
-                    // runs as the subject's user, as before — the relay logs that mode.
-                    supervise_as_root_ = false;
-                    not_root_because_ = refused->message;
-                    stream_install = false;
-                    continue;
-                }
-                co_return relay_error{relay_errc::environment, "maka-eval-helper in container " + container_ +
-                                                                   ": " + refused->message};
-            }
-            const int code = end.code ? *end.code : co_await exit_code_of(id);
-            if (streaming) {
-                // No shell or tools to install with (a distroless image): the engine's archive upload.
-                stream_install = false;
-            }
-            if (!installed && (streaming || code == 126 || code == 127) && ours) {
-                auto placed = co_await upload_helper();
-                if (!placed) {
-                    co_return placed.error();
-                }
-                installed = true;
-                continue;
-            }
-            const std::string said = without_line_end(first ? *first : (*stream)->stderr_text());
-            co_return relay_error{relay_errc::environment, "maka-eval-helper did not start in container " +
-                                                               container_ + " (exit " + std::to_string(code) +
-                                                               ")" + (said.empty() ? "" : ": " + said)};
+        } else {
+            auto line = co_await (s.read_line(contracts::session_line_limit_bytes) || watch_exec(s, id, end));
+            first = line.index() == 0 ? std::move(std::get<0>(line)) : std::nullopt;
         }
-        co_return relay_error{relay_errc::environment,
-                              "maka-eval-helper did not start in container " + container_};
+        if (s.expired() && !end.code) {
+            co_return start_attempt::refused(
+                relay_error{relay_errc::engine,
+                            api_.unanswered("no first line from the helper in container " + container_)});
+        }
+        (*stream)->expire_after(std::nullopt); // from here the trial's heartbeat watches the session
+        // The first line must be the helper's hello: when the binary is missing, the engine writes its own
+        // error ("OCI runtime exec failed …") into the stream instead.
+        const auto hello =
+            first
+                ? contracts::parse_session_message(*first)
+                : boost::system::result<contracts::session_message, contracts::failure>(contracts::failure{});
+        const bool answered = hello && (std::holds_alternative<contracts::hello_message>(*hello) ||
+                                        std::holds_alternative<contracts::error_message>(*hello));
+        if (answered && (history.installed || streaming)) {
+            installs_.add(container_id_, helper_name_); // the helper went in: a trial runs here
+        }
+        if (const auto* said = hello ? std::get_if<contracts::hello_message>(&*hello) : nullptr) {
+            if (auto refused = reader_refused(*said)) {
+                co_return start_attempt::refused(
+                    *refused); // the stream goes with this scope: the helper sees EOF
+            }
+            co_return start_attempt::opened(
+                std::make_unique<docker_session>(std::move(*stream), std::move(*first)));
+        }
+        if (const auto* refused = hello ? std::get_if<contracts::error_message>(&*hello) : nullptr) {
+            if (refused->code == contracts::helper_fault::identity_unavailable && supervise_as_root_) {
+                not_root_because_ = refused->message;
+                start_attempt failed;
+                failed.identity_refused = true;
+                failed.said = refused->message;
+                co_return failed;
+            }
+            co_return start_attempt::refused(
+                relay_error{relay_errc::environment,
+                            "maka-eval-helper in container " + container_ + ": " + refused->message});
+        }
+        start_attempt failed;
+        failed.exit_code = end.code ? *end.code : co_await exit_code_of(id);
+        failed.said = without_line_end(first ? *first : (*stream)->stderr_text());
+        failed.streamed = streaming;
+        co_return failed;
     }
 
     [[nodiscard]] std::string not_root_because() const override { return not_root_because_; }
