@@ -64,15 +64,21 @@ asio::awaitable<peer_line> orchestrator_peer::read_line(std::chrono::millisecond
     co_return peer_line{std::move(line)};
 }
 
-asio::awaitable<bool> orchestrator_peer::expect_ready() {
+asio::awaitable<std::optional<boost::json::object>> orchestrator_peer::next_object() {
     auto got = co_await read_line(step_timeout);
-    if (got.line) {
-        seen_.received.push_back(*got.line);
-        auto object = contracts::parse_object(*got.line, line_limit);
-        if (object && contracts::check_ready(*object, token_)) {
-            seen_.ready = std::move(*object);
-            co_return true;
-        }
+    if (!got.line) {
+        co_return std::nullopt;
+    }
+    seen_.received.push_back(*got.line);
+    auto object = contracts::parse_object(*got.line, line_limit);
+    co_return object ? std::optional<boost::json::object>(std::move(*object)) : std::nullopt;
+}
+
+asio::awaitable<bool> orchestrator_peer::expect_ready() {
+    auto object = co_await next_object();
+    if (object && contracts::check_ready(*object, token_)) {
+        seen_.ready = std::move(*object);
+        co_return true;
     }
     seen_.failure = "invalid-ready";
     co_return false;
@@ -80,14 +86,10 @@ asio::awaitable<bool> orchestrator_peer::expect_ready() {
 
 asio::awaitable<bool> orchestrator_peer::expect_executed() {
     const auto lines_before = seen_.received.size();
-    auto got = co_await read_line(step_timeout);
-    if (got.line) {
-        seen_.received.push_back(*got.line);
-        auto object = contracts::parse_object(*got.line, line_limit);
-        if (object && contracts::check_executed(*object, token_)) {
-            seen_.executed = std::move(*object);
-            co_return true;
-        }
+    auto object = co_await next_object();
+    if (object && contracts::check_executed(*object, token_)) {
+        seen_.executed = std::move(*object);
+        co_return true;
     }
     // The orchestrator's two failures: nothing came ("unavailable"), or something it does not accept.
     seen_.failure = seen_.received.size() > lines_before ? "relay returned an invalid execution result"

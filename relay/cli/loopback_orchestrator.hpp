@@ -57,6 +57,9 @@ class orchestrator_peer {
     void close(std::string failure);
 
   private:
+    // The next line, kept in the transcript, as a JSON object (nullopt: none came, or not an object).
+    boost::asio::awaitable<std::optional<boost::json::object>> next_object();
+
     boost::asio::ip::tcp::acceptor acceptor_;
     boost::asio::ip::tcp::socket socket_;
     std::string buffer_;
