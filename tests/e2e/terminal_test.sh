@@ -116,8 +116,15 @@ tty-local | tty-docker)
   wait_screen "^30 100"
   screen | grep -q "terminal-canary" && fail "the credential's value is on the screen"
   tmux -L "$socket" resize-window -t t -x 120 -y 40
-  keys 'stty size' Enter
-  wait_screen "^40 120"
+  # The new size reaches the container's terminal after the relay's SIGWINCH: a `stty size` typed before it
+  # arrives rightly says the old one. Asked again (as a person would) until it says the new one, for 30 s.
+  for ((asked = 0; asked < 10; asked++)); do
+    keys 'stty size' Enter
+    screen | grep -qE "^40 120" && break
+    sleep 3
+    screen | grep -qE "^40 120" && break
+  done
+  wait_screen "^40 120" 1
   keys 'sleep 300' Enter
   wait_screen "# sleep 300$"
   keys C-c # the terminal's interrupt: SIGINT to the subject's foreground group, made in the container
