@@ -7,7 +7,6 @@
 // read, opened without following a symlink, and changes it through the open descriptor, so a path swapped
 // in the meantime can never redirect the change to another file.
 #include "in_container/base/io.hpp"
-#include "in_container/base/text_fields.hpp"
 #include "in_container/commands/cli.hpp"
 #include "in_container/commands/command_options.hpp"
 

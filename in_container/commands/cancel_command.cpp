@@ -15,7 +15,6 @@
 #include "contracts/teardown_budget.hpp"
 #include "contracts/wire_json.hpp"
 #include "in_container/base/io.hpp"
-#include "in_container/base/text_fields.hpp"
 #include "in_container/commands/cli.hpp"
 #include "in_container/commands/command_options.hpp"
 #include "in_container/process/process_table.hpp"

@@ -11,7 +11,6 @@
 // it is never missing. Any failure exits 1 before COMMAND runs, so before any `hello` (removing FILE when it
 // is ours): the relay then puts the helper in through the engine instead.
 #include "in_container/base/io.hpp"
-#include "in_container/base/text_fields.hpp"
 #include "in_container/commands/cli.hpp"
 #include "in_container/commands/command_options.hpp"
 

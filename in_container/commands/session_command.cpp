@@ -8,7 +8,6 @@
 #include "in_container/base/line_reader.hpp"
 #include "in_container/base/signals.hpp"
 #include "in_container/base/streamed_message.hpp"
-#include "in_container/base/text_fields.hpp"
 #include "in_container/commands/cli.hpp"
 #include "in_container/commands/command_options.hpp"
 #include "in_container/process/identity.hpp"

@@ -464,7 +464,7 @@ class bridge_backend final : public backend {
                 helper_ = "/" + std::string(helper_directory) + "-" + *name;
             }
         }
-        start_history history{ours, false, false, true, false};
+        start_history history{ours, false, false, true};
         if (ours && options_.fresh) {
             auto placed = co_await upload_helper();
             if (!placed) {

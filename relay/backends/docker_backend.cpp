@@ -147,12 +147,12 @@ class docker_backend final : public backend {
             }
             installed = true;
         }
-        start_history history{ours, installed, false, false, supervise_as_root_};
+        start_history history{ours, installed, false, false};
         const auto attempt = [&]() { return start_session(stream_install, history); };
         const auto apply =
             [&](start_remedy remedy) -> asio::awaitable<boost::system::result<void, relay_error>> {
             if (remedy == start_remedy::as_subject) {
-                supervise_as_root_ = history.as_root = false;
+                supervise_as_root_ = false;
                 stream_install = false;
                 co_return boost::system::result<void, relay_error>{};
             }

@@ -7,7 +7,7 @@ start_remedy remedy_for(const start_attempt& failed, const start_history& histor
     if (failed.identity_refused) {
         // Root without the capabilities to switch users (--cap-drop ALL): the whole session then runs as the
         // subject's user, as before — the relay logs that mode.
-        return history.as_root ? start_remedy::as_subject : start_remedy::none;
+        return start_remedy::as_subject;
     }
     if (!history.ours) {
         return start_remedy::none; // a helper the user mounted is theirs to fix

@@ -25,7 +25,7 @@ struct start_attempt {
     std::optional<relay_error> error; // final: no remedy is tried
     int exit_code = 0;                // of what should have been the helper
     std::string said;                 // what it or the runtime printed instead of hello
-    bool identity_refused = false;    // the helper said a root supervisor cannot switch users here
+    bool identity_refused = false;    // the helper, supervising as root, said it cannot switch users here
     bool streamed = false;            // the helper went in on the exec's stdin (docker's cold install)
 
     static start_attempt opened(std::unique_ptr<helper_session> session) {
@@ -48,7 +48,6 @@ struct start_history {
     bool installed = false;       // put in during this call
     bool made_executable = false; // marked executable during this call
     bool can_mark_executable = false;
-    bool as_root = true; // the helper supervises as root
 };
 
 [[nodiscard]] start_remedy remedy_for(const start_attempt& failed, const start_history& history);

@@ -8,6 +8,7 @@
 // deadline says.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 
 #include <boost/asio/basic_waitable_timer.hpp>
@@ -45,5 +46,12 @@ struct relay_wait_traits {
 };
 
 using relay_timer = boost::asio::basic_waitable_timer<relay_clock, relay_wait_traits>;
+
+// What is left until `deadline` on the relay clock, at least 1 ms: a timeout whoever gets it can still use.
+[[nodiscard]] inline std::chrono::milliseconds left_until(relay_clock::time_point deadline,
+                                                          relay_clock::time_point now = relay_clock::now()) {
+    return std::max(std::chrono::milliseconds(1),
+                    std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now));
+}
 
 } // namespace maka_eval::relay

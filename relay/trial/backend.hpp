@@ -65,11 +65,7 @@ struct recovery_window {
     relay_clock::time_point settle_by;
     relay_clock::time_point watch_until;
     // What is left until settle_by (at least 1 ms: a usable timeout).
-    [[nodiscard]] std::chrono::milliseconds settle_left() const {
-        const auto left =
-            std::chrono::duration_cast<std::chrono::milliseconds>(settle_by - relay_clock::now());
-        return std::max(std::chrono::milliseconds(1), left);
-    }
+    [[nodiscard]] std::chrono::milliseconds settle_left() const { return left_until(settle_by); }
 };
 
 // A fault from outside the subject that the environment's host can see (docker: the engine's inspect).

@@ -1,8 +1,6 @@
 // The trial's one teardown deadline (see teardown_budget.hpp).
 #include "relay/trial/teardown_budget.hpp"
 
-#include <algorithm>
-
 namespace maka_eval::relay {
 
 teardown_deadline::clock_type::time_point teardown_deadline::start(clock_type::time_point now) {
@@ -17,12 +15,11 @@ teardown_deadline::clock_type::time_point teardown_deadline::settle_by(clock_typ
 }
 
 milliseconds teardown_deadline::settle_left(clock_type::time_point now) {
-    const auto left = std::chrono::duration_cast<milliseconds>(settle_by(now) - now);
-    return std::max(milliseconds(1), left);
+    return left_until(settle_by(now), now);
 }
 
 teardown_deadline::clock_type::time_point teardown_deadline::watch_until(clock_type::time_point now) {
-    return std::max(settle_by(now), start(now) - contracts::watch_margin(budget_));
+    return start(now) - contracts::watch_margin(budget_);
 }
 
 } // namespace maka_eval::relay

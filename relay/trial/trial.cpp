@@ -1101,8 +1101,7 @@ asio::awaitable<void> trial::destroy_by(clock_type::time_point until) {
     log_.phase("destroy");
     record_.ending = "destroyed";
     session_->kill();
-    const auto left = std::chrono::duration_cast<milliseconds>(until - clock_type::now());
-    co_await env_.destroy(pgid_, std::max(left, milliseconds(1)));
+    co_await env_.destroy(pgid_, left_until(until));
 }
 
 // recovering: the supervisor vanished. Settles the scope through the backend within the trial's one

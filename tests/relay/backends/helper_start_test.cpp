@@ -23,7 +23,7 @@ start_attempt exited(int code, bool streamed = false) {
 }
 
 TEST_CASE("helper start: the remedy for each failed start") {
-    start_history docker{true, false, false, false, true};
+    start_history docker{true, false, false, false};
     CHECK(remedy_for(exited(127), docker) == start_remedy::install);
     CHECK(remedy_for(exited(126), docker) == start_remedy::install);     // the engine's upload sets the mode
     CHECK(remedy_for(exited(1, true), docker) == start_remedy::install); // no shell for the streamed install
@@ -33,11 +33,11 @@ TEST_CASE("helper start: the remedy for each failed start") {
     CHECK(remedy_for(refused, docker) == start_remedy::as_subject);
     docker.installed = true;
     CHECK(remedy_for(exited(127), docker) == start_remedy::none); // put in already: nothing more to try
-    start_history bridge{true, false, false, true, false};
+    start_history bridge{true, false, false, true};
     CHECK(remedy_for(exited(126), bridge) == start_remedy::make_executable);
     bridge.made_executable = true;
     CHECK(remedy_for(exited(126), bridge) == start_remedy::install);
-    start_history mounted{false, false, false, true, true};
+    start_history mounted{false, false, false, true};
     CHECK(remedy_for(exited(127), mounted) == start_remedy::none); // the user's helper is theirs to fix
 }
 
@@ -72,7 +72,7 @@ TEST_CASE("helper start: not found, installed once, still not found: reported wi
     std::vector<start_attempt> attempts;
     attempts.push_back(exited(127));
     attempts.push_back(exited(127));
-    const auto out = run(std::move(attempts), {true, false, false, false, true});
+    const auto out = run(std::move(attempts), {true, false, false, false});
     CHECK_FALSE(out.opened);
     REQUIRE(out.applied.size() == 1);
     CHECK(out.applied[0] == start_remedy::install);
@@ -84,7 +84,7 @@ TEST_CASE("helper start: refused as root, then not found as the subject: two rem
     attempts.emplace_back().identity_refused = true;
     attempts.push_back(exited(127));
     attempts.push_back(exited(127));
-    const auto out = run(std::move(attempts), {true, false, false, false, true});
+    const auto out = run(std::move(attempts), {true, false, false, false});
     REQUIRE(out.applied.size() == 2);
     CHECK(out.applied[0] == start_remedy::as_subject);
     CHECK(out.applied[1] == start_remedy::install);
@@ -95,7 +95,7 @@ TEST_CASE("helper start: a final error ends it at once, with no remedy") {
     std::vector<start_attempt> attempts;
     attempts.push_back(
         start_attempt::refused(relay_error{relay_errc::environment, "the reader is not ours"}));
-    const auto out = run(std::move(attempts), {true, false, false, false, true});
+    const auto out = run(std::move(attempts), {true, false, false, false});
     CHECK(out.applied.empty());
     CHECK(out.error == "the reader is not ours");
 }
