@@ -2,6 +2,7 @@
 #include "relay/backends/docker_backend.hpp"
 
 #include "contracts/limits.hpp"
+#include "contracts/secret.hpp"
 #include "contracts/session_messages.hpp"
 #include "posix/io.hpp"
 #include "relay/backends/container_diagnosis.hpp"
@@ -61,7 +62,9 @@ class docker_session final : public helper_session {
     docker_session(std::unique_ptr<exec_stream> stream, std::string first)
         : stream_(std::move(stream)), first_(std::move(first)) {}
     asio::awaitable<bool> send(std::string line) override {
-        co_return co_await stream_->write(std::move(line));
+        const bool sent = co_await stream_->write(line);
+        contracts::wipe(line); // it may be the `run` request with credentials
+        co_return sent;
     }
     asio::awaitable<std::optional<std::string>> receive() override {
         if (first_) {
@@ -169,7 +172,7 @@ class docker_backend final : public backend {
     // line: a session on hello, a final error on a refusal the relay cannot remedy, else how it failed.
     asio::awaitable<start_attempt> start_session(bool stream_install, const start_history& history) {
         const bool streaming = stream_install && supervise_as_root_;
-        std::optional<std::string> binary;
+        std::optional<posix::mapped_file> binary;
         if (streaming) {
             binary = read_helper();
             if (!binary) {
@@ -177,7 +180,8 @@ class docker_backend final : public backend {
                     relay_error{relay_errc::environment, "cannot read " + helper_on_host_});
             }
         }
-        exec_spec spec = streaming ? session_spec(install_and_become(binary->size())) : session_spec();
+        exec_spec spec =
+            streaming ? session_spec(install_and_become(binary->bytes().size())) : session_spec();
         std::string id;
         auto stream = boost::system::result<std::unique_ptr<exec_stream>, relay_error>(relay_error{});
         if (created_ && created_->first.cmd == spec.cmd && created_->first.user == spec.user &&
@@ -204,7 +208,7 @@ class docker_backend final : public backend {
             // Written while reading: an exec that failed to start (no /bin/sh) reads nothing, and its error
             // arrives on the stream while the write would wait for ever.
             auto done =
-                co_await ((s.write(std::move(*binary)) || s.read_line(contracts::session_line_limit_bytes)) ||
+                co_await ((s.write(binary->bytes()) || s.read_line(contracts::session_line_limit_bytes)) ||
                           watch_exec(s, id, end));
             if (done.index() == 1) {
                 first = std::move(std::get<1>(done));
@@ -572,10 +576,17 @@ class docker_backend final : public backend {
         co_return compare_download(got->body, helper_digest_);
     }
 
-    // The helper binary, whole (under 1 MiB): only read when it goes into a container.
-    [[nodiscard]] std::optional<std::string> read_helper() const {
-        auto bytes = posix::read_file(helper_on_host_, std::size_t{256} << 20U);
-        return !bytes || bytes->empty() ? std::nullopt : std::optional<std::string>(std::move(*bytes));
+    // The helper binary, whole (under 1 MiB), mapped: only when it goes into a container.
+    [[nodiscard]] std::optional<posix::mapped_file> read_helper() const {
+        const posix::unique_fd fd(posix::open_retry(helper_on_host_, O_RDONLY));
+        if (!fd) {
+            return std::nullopt;
+        }
+        auto mapped = posix::mapped_file::of(fd.get());
+        if (!mapped || mapped->bytes().empty()) {
+            return std::nullopt;
+        }
+        return std::move(*mapped);
     }
 
     // A root shell that reads exactly `size` bytes of stdin into a file of its own, makes it executable and

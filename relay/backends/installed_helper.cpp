@@ -133,22 +133,6 @@ std::optional<std::size_t> same_chunk(int copy, int genuine, off_t size, off_t a
 
 } // namespace
 
-bool same_contents(int copy, int genuine) {
-    struct stat a {};
-    struct stat b {};
-    if (::fstat(copy, &a) != 0 || ::fstat(genuine, &b) != 0 || a.st_size != b.st_size) {
-        return false;
-    }
-    for (off_t at = 0; at < a.st_size;) {
-        const auto compared = same_chunk(copy, genuine, a.st_size, at);
-        if (!compared) {
-            return false;
-        }
-        at += static_cast<off_t>(*compared);
-    }
-    return true;
-}
-
 bool host_comparison::step() {
     if (!comparing_) {
         return false;

@@ -52,10 +52,6 @@ class host_comparison {
     off_t at_ = 0;
 };
 
-// Whether two open files have the same size and bytes (read with pread, so any offset is left as it was):
-// the comparison host_comparison makes step by step, at once.
-[[nodiscard]] bool same_contents(int copy, int genuine);
-
 // host_comparison's steps all at once.
 [[nodiscard]] std::optional<installed_copy> compare_on_this_host(long pid, std::string_view container_id,
                                                                  std::string_view path_in_container,

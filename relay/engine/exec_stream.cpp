@@ -1,6 +1,5 @@
 // The attached exec's stream (see exec_stream.hpp): the engine's multiplexed framing decoded, stdin
 // half-closed on request, a deadline that closes the connection under a pending read or write.
-#include "contracts/secret.hpp"
 #include "relay/engine/engine_connection.hpp"
 #include "relay/engine/engine_replies.hpp"
 
@@ -29,10 +28,9 @@ class hijacked_stream final : public exec_stream {
     hijacked_stream(const hijacked_stream&) = delete;
     hijacked_stream& operator=(const hijacked_stream&) = delete;
 
-    asio::awaitable<bool> write(std::string data) override {
+    asio::awaitable<bool> write(std::string_view data) override {
         auto [ec, n] = co_await c_->visit(
             [&](auto& s) { return asio::async_write(s, asio::buffer(data), as_tuple(use_awaitable)); });
-        contracts::wipe(data); // it may be the `run` request with credentials
         co_return !ec;
     }
 

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <boost/asio/awaitable.hpp>
 
@@ -18,7 +19,8 @@ namespace asio = boost::asio;
 class exec_stream {
   public:
     virtual ~exec_stream() = default;
-    virtual asio::awaitable<bool> write(std::string data) = 0;
+    // `data` is the caller's until the write ends (and the caller's to wipe when it is a secret).
+    virtual asio::awaitable<bool> write(std::string_view data) = 0;
     // The next stdout line without "\n" (at most `limit` bytes); nullopt at the end of the stream.
     virtual asio::awaitable<std::optional<std::string>> read_line(std::size_t limit) = 0;
     // The next `size` bytes of stdout, whatever they are; nullopt when the stream ends first.

@@ -53,6 +53,25 @@ TEST_CASE("read_all reads to EOF up to its limit, and past it is file_too_large"
     CHECK(empty->empty());
 }
 
+TEST_CASE("read_all reads a regular file in place by its size, and a pipe past its first buffer") {
+    const auto path = std::filesystem::temp_directory_path() / ("maka-eval-io-" + std::to_string(::getpid()));
+    std::string bytes(std::size_t{1} << 20U, 'h');
+    bytes += "end";
+    { std::ofstream(path, std::ios::binary) << bytes; }
+    auto whole = read_file(path.string(), bytes.size());
+    CHECK((whole && *whole == bytes));
+    auto over = read_file(path.string(), bytes.size() - 1);
+    REQUIRE_FALSE(over.has_value());
+    CHECK(over.error() == boost::system::errc::file_too_large);
+    std::filesystem::remove(path);
+
+    const std::string piped(40000, 'p'); // grows twice from the first 16 KiB, within the pipe's buffer
+    const int fd = pipe_with(piped);
+    auto read = read_secret(fd, piped.size());
+    ::close(fd);
+    CHECK((read && *read == piped));
+}
+
 TEST_CASE("read_all says why a descriptor cannot be read") {
     auto closed = read_secret(-1, 16);
     REQUIRE_FALSE(closed.has_value());
