@@ -1,16 +1,22 @@
 // maka-eval-relay entry point: arguments to views, exceptions to a message and exit code 1.
 #include "relay/cli/commands.hpp"
 #include "relay/support/exit_codes.hpp"
+#include "relay/support/wiping_heap.hpp"
 
 #include <exception>
 #include <iostream>
 #include <malloc.h>
 #include <string_view>
+#include <sys/prctl.h>
 #include <vector>
 
 #include <openssl/crypto.h>
 
 int main(int argc, char** argv) {
+    // Before OpenSSL allocates anything: its freed blocks wiped like every other (wiping_heap.cpp).
+    (void)maka_eval::relay::wipe_openssl_frees();
+    // The relay holds credentials and tokens: no core file of it, no ptrace by another process of its user.
+    (void)::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     // malloc keeps what is freed (no mmap per large block, no trim at the top): an `execute` of megabytes
     // (credentials) is parsed, copied into `run` and written out, each step reusing the pages the one
     // before faulted in instead of faulting fresh ones (a page fault is the costly part of moving bytes,

@@ -3,7 +3,6 @@
 
 #include "contracts/limits.hpp"
 #include "contracts/python_text.hpp"
-#include "contracts/secret.hpp"
 #include "contracts/session_messages.hpp"
 #include "policy/egress_gate.hpp"
 #include "posix/io.hpp"
@@ -182,13 +181,9 @@ class bridge_run : public std::enable_shared_from_this<bridge_run> {
             if (root_supervisor_) {
                 // The helper, run as root, takes the subject's identity from the request.
                 run->user = std::to_string(uid_) + ":" + std::to_string(gid_);
-                contracts::wipe(line);
                 line = contracts::serialize(*run);
             }
-            contracts::wipe_values(run->environment);
-            contracts::wipe_values(run->credentials);
             if (state_ != state::idle) {
-                contracts::wipe(line);
                 co_return false;
             }
             state_ = state::staging;
@@ -274,7 +269,6 @@ class bridge_run : public std::enable_shared_from_this<bridge_run> {
         {
             staged_request staged;
             auto source = staged.write(line);
-            contracts::wipe(line);
             if (!source) {
                 fail_before_start(source.error().message);
                 co_return;

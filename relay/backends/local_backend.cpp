@@ -5,7 +5,6 @@
 
 #include "relay/backends/local_backend.hpp"
 
-#include "contracts/secret.hpp"
 #include "contracts/session_messages.hpp"
 #include "relay/backends/helper_binary.hpp"
 
@@ -84,7 +83,6 @@ class local_session final : public helper_session {
     asio::awaitable<bool> send(std::string line) override {
         boost::system::error_code ec;
         co_await asio::async_write(stdin_, asio::buffer(line), asio::redirect_error(use_awaitable, ec));
-        contracts::wipe(line); // it may be the `run` request with credentials
         co_return !ec;
     }
 

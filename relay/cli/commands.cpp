@@ -2,7 +2,6 @@
 // turns its outcome into an exit code; exceptions stop here.
 #include "relay/cli/commands.hpp"
 
-#include "contracts/secret.hpp"
 #include "contracts/wire_json.hpp"
 #include "relay/backends/factory.hpp"
 #include "relay/cli/attest_commands.hpp"
@@ -11,6 +10,7 @@
 #include "relay/cli/raw_terminal.hpp"
 #include "relay/cli/run_transcript.hpp"
 #include "relay/engine/docker_api.hpp"
+#include "relay/support/environment.hpp"
 #include "relay/support/exit_codes.hpp"
 #include "relay/support/random_hex.hpp"
 #include "relay/trial/follow_sink.hpp"
@@ -115,6 +115,7 @@ int connect_command(std::span<const std::string_view> args) {
         return exit_success;
     }
     auto options = parse_connect(args);
+    forget_variable("MAKA_EVAL_RELAY_TOKEN"); // read, or refused: the relay's own copy is all there is
     if (!options) {
         return usage_failure(options.error().message);
     }
@@ -145,12 +146,7 @@ int connect_command(std::span<const std::string_view> args) {
     const auto outcome = drive(context, config, *env, log);
     int code = outcome.exit_code;
     (void)sign_trial(*signer, config, outcome, *env, code);
-    // Both copies of the secrets are wiped.
-    contracts::wipe(options->token);
-    contracts::wipe(config.token);
-    contracts::wipe_values(options->common.task_environment);
-    contracts::wipe_values(config.task_environment);
-    return code;
+    return code; // the secrets' copies go with `options` and `config`, wiped by the heap as they are freed
 }
 
 // `locate`: the compose service's one running container, from the engine the docker backend uses. The
@@ -226,6 +222,9 @@ int run_command(std::span<const std::string_view> args) {
     if (!options) {
         return usage_failure(options.error().message);
     }
+    for (const auto& [name, value] : options->credentials) {
+        forget_variable(name.c_str()); // the relay's own copy is all there is from here
+    }
     auto signer = signer_for(options->common);
     if (!signer) {
         return exit_usage;
@@ -273,8 +272,6 @@ int run_command(std::span<const std::string_view> args) {
     raw.reset(); // before anything more is printed
     int signed_code = outcome.exit_code;
     const std::string attestation = sign_trial(*signer, config, outcome, *env, signed_code);
-    contracts::wipe_values(options->common.task_environment);
-    contracts::wipe_values(config.task_environment);
     const std::string artifacts = env->artifacts_dir();
     const run_summary summary{seen,
                               outcome,

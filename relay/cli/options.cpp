@@ -2,7 +2,6 @@
 #include "relay/cli/options.hpp"
 
 #include "contracts/limits.hpp"
-#include "contracts/secret.hpp"
 #include "contracts/wire_json.hpp"
 #include "posix/io.hpp"
 #include "relay/support/private_file.hpp"
@@ -81,7 +80,6 @@ result<contracts::variables, relay_error> read_task_environment(int fd) {
                                                   " bytes"};
     }
     auto parsed = contracts::parse_object(*text, limit);
-    contracts::wipe(*text);
     if (!parsed) {
         return relay_error{relay_errc::usage, "--task-env-fd " + std::to_string(fd) + ": not a JSON object"};
     }

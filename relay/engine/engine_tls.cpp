@@ -1,7 +1,6 @@
 // TLS to the Docker engine (see engine_tls.hpp).
 #include "relay/engine/engine_tls.hpp"
 
-#include "contracts/secret.hpp"
 #include "posix/io.hpp"
 
 #include <cerrno>
@@ -125,7 +124,6 @@ load_engine_tls(const engine_tls_files& files) {
     const bool encrypted = key->find("ENCRYPTED") != std::string::npos;
     context->set_password_callback([](std::size_t, ssl::context::password_purpose) { return std::string(); });
     context->use_private_key(boost::asio::buffer(*key), ssl::context::pem, ec);
-    contracts::wipe(*key);
     if (encrypted && ec) {
         ::ERR_clear_error();
         return relay_error{relay_errc::engine,

@@ -9,7 +9,6 @@
 #include "contracts/name_table.hpp"
 #include "contracts/orchestrator_messages.hpp"
 #include "contracts/proc_status.hpp"
-#include "contracts/secret.hpp"
 #include "contracts/session_messages.hpp"
 #include "contracts/wire_json.hpp"
 #include "policy/egress_gate.hpp"
@@ -730,7 +729,6 @@ trial::orchestrator_message(std::string_view kind) {
             continue;
         }
         auto object = contracts::parse_object(e->text, contracts::control_line_limit_bytes);
-        contracts::wipe(e->text);
         if (!object) {
             // Unreadable or non-object JSON is transport loss in the original, not a refusal.
             co_return end(exit_transport_lost,
@@ -784,11 +782,16 @@ asio::awaitable<trial_phase> trial::start() {
                                           std::to_string(config_.graces.kill.count()) + " ms)"}});
     }
     term_grace_ = fitted.term;
-    auto run = make_run_request(*request_, config_, fitted, placement);
-    record_.user = run.user;
-    std::string line = contracts::serialize(run);
-    contracts::wipe_values(run.environment);
-    contracts::wipe_values(run.credentials);
+    std::string line;
+    {
+        auto run = make_run_request(*request_, config_, fitted, placement);
+        record_.user = run.user;
+        line = contracts::serialize(run);
+    } // `run`'s copies of the secrets freed, and so wiped (relay/support/wiping_heap.cpp)
+    // Nothing needs them once `run` is made: freed now, not with the trial (swapped out: clear() would keep
+    // a short value's bytes inline in the vector's storage).
+    contracts::variables().swap(request_->credentials);
+    contracts::variables().swap(request_->environment);
     const bool run_sent = co_await session_->send(std::move(line));
     if (!run_sent) {
         co_return end(exit_environment, "the helper session ended before the subject started");
