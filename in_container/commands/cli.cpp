@@ -1,11 +1,13 @@
 // maka-eval-helper's subcommand table and usage (see cli.hpp).
 #include "in_container/commands/cli.hpp"
 
+#include "contracts/defaults.hpp"
 #include "in_container/base/io.hpp"
 
 #include <array>
 #include <string>
 #include <unistd.h>
+#include <utility>
 
 #ifndef MAKA_EVAL_VERSION
 #define MAKA_EVAL_VERSION "0.0.0"
@@ -13,6 +15,8 @@
 
 namespace maka_eval::in_container {
 namespace {
+
+namespace defaults = contracts::defaults;
 
 constexpr std::string_view usage = R"(usage: maka-eval-helper COMMAND [OPTIONS]
 
@@ -22,13 +26,14 @@ commands:
   session [--user U] [--heartbeat-ms N] [--keep-leftovers]
                                         relay session: NDJSON requests on stdin, reports on stdout;
                                         as root, the subject runs as U (docker exec -u syntax); a
-                                        heartbeat every N ms while it runs (2000, as `hello` says);
+                                        heartbeat every N ms while it runs ({heartbeat}, as `hello` says);
                                         what earlier trials left running is stopped before `hello`
                                         unless --keep-leftovers
   run --request FILE                    one supervised run from a 0600 request file (read, then unlinked)
   cancel --scope FILE [--grace-ms N] [--run-request PATH]
-                                        have the supervisor of a scope settle it; exit 0 settled,
-                                        3 not running, 1 not settled in time; with --run-request,
+                                        have the supervisor of a scope settle it within N ms
+                                        ({grace}); exit 0 settled, 3 not running, 1 not settled
+                                        in time; with --run-request,
                                         the bridge's supervisor is found by its command line
                                         (`run --request PATH`), which no subject can rewrite
   adopt --request FILE --uid U --gid G  (as root) give a root-uploaded 0600 request file to the
@@ -60,15 +65,25 @@ constexpr std::array commands = {
     command{"install", &install_command},
 };
 
+// The usage with the defaults filled in from contracts/defaults.hpp, the one place they are set.
+std::string usage_text() {
+    std::string text(usage);
+    for (const auto& [mark, value] : {std::pair{std::string_view("{heartbeat}"), defaults::heartbeat_ms},
+                                      std::pair{std::string_view("{grace}"), defaults::cancel_grace_ms}}) {
+        text.replace(text.find(mark), mark.size(), std::to_string(value));
+    }
+    return text;
+}
+
 } // namespace
 
 int run_cli(std::span<const std::string_view> args) {
     if (args.empty()) {
-        (void)write_all(STDERR_FILENO, usage);
+        (void)write_all(STDERR_FILENO, usage_text());
         return exit_usage;
     }
     if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
-        return write_all(STDOUT_FILENO, usage) ? exit_ok : exit_failed;
+        return write_all(STDOUT_FILENO, usage_text()) ? exit_ok : exit_failed;
     }
     if (args[0] == "--version") {
         return write_all(STDOUT_FILENO, std::string("maka-eval-helper ") + MAKA_EVAL_VERSION + "\n")

@@ -168,6 +168,11 @@ def main():
         print(f"skipped: this build's helper is not static (a sanitizer build): the packages carry the release one")
         return 77
     if route == "package":
+        for module in ("build", "setuptools", "wheel", "venv"):
+            if subprocess.run(["/usr/bin/python3", "-I", "-c", f"import {module}"], capture_output=True).returncode:
+                print(f"skipped: Debian's python3 has no `{module}` here to build the wheel "
+                      "(scripts/test.sh installs python3-build, -setuptools, -wheel and -venv)")
+                return 77
         status = subprocess.run(["bash", str(root / "scripts" / "package.sh"), "--from", str(build), "--dist",
                                  str(dist)]).returncode
         return verdict([f"scripts/package.sh exited {status}"] if status else [], f"the packages are in {dist}")

@@ -1,4 +1,5 @@
 // maka-eval-helper's command line, run as a process: frame, project, --version, --help, usage errors.
+#include "contracts/defaults.hpp"
 #include "contracts/result_frame.hpp"
 #include "in_container/commands/cli.hpp"
 #include "support/process.hpp"
@@ -18,6 +19,11 @@ TEST_CASE("--version and --help") {
     const auto help = run_process({helper, "--help"});
     CHECK(help.exit_code == 0);
     CHECK(help.out.find("project --result-token") != std::string::npos);
+    // The defaults it states are contracts/defaults.hpp's, filled in, not written out again.
+    CHECK(help.out.find("(" + std::to_string(maka_eval::contracts::defaults::heartbeat_ms) +
+                        ", as `hello`") != std::string::npos);
+    CHECK(help.out.find("(" + std::to_string(maka_eval::contracts::defaults::cancel_grace_ms) + ")") !=
+          std::string::npos);
     CHECK(run_process({helper}).exit_code == 2);
     CHECK(run_process({helper, "bogus"}).exit_code == 2);
 }
