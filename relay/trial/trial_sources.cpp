@@ -269,7 +269,7 @@ void trial::finish() {
     time_limit_.cancel();
     input_credit_.cancel();
     to_helper_ready_.cancel(); // the writer ends (a write still pending ends with the session's input)
-    stdin_.reset(); // a read still pending on the relay's stdin ends with it
+    stdin_.reset();            // a read still pending on the relay's stdin ends with it
     events_.close();
 }
 
