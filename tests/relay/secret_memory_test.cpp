@@ -7,6 +7,8 @@
 // XOR-masked; the environment entry the relay reads is the one place it is spelled out, and the relay must
 // wipe that too. This executable links the relay's wiping heap, as maka-eval-relay does.
 #include "relay/cli/commands.hpp"
+#include "support/sanitizers.hpp"
+#include "support/skip.hpp"
 #ifdef MAKA_EVAL_SECRET_MEMORY_ON_DOCKER
 #include "e2e/engine_fixture.hpp"
 #endif
@@ -153,6 +155,9 @@ void trial_leaves_nothing(std::size_t size, const std::vector<std::string>& back
 // string object (a vector's storage, a coroutine's frame, a stack frame).
 #ifndef MAKA_EVAL_SECRET_MEMORY_ON_DOCKER
 TEST_CASE("after a trial with a credential, the relay's memory holds nothing of it") {
+    if (maka_eval::test::under_address_sanitizer) {
+        maka_eval::test::skip(maka_eval::test::memory_scan_needs_release);
+    }
     const std::vector<std::string> local{"--helper", MAKA_EVAL_HELPER_BINARY};
     SUBCASE("a 40-character credential") {
         trial_leaves_nothing(40, local);
@@ -165,6 +170,9 @@ TEST_CASE("after a trial with a credential, the relay's memory holds nothing of 
 // The same through the engine: the `run` line written into the exec's stream, the engine's answers parsed.
 TEST_CASE("after a trial in a container with a credential, the relay's memory holds nothing of it") {
     maka_eval::test::require_engine();
+    if (maka_eval::test::under_address_sanitizer) {
+        maka_eval::test::skip(maka_eval::test::memory_scan_needs_release);
+    }
     const maka_eval::test::container c;
     SUBCASE("a 40-character credential") {
         trial_leaves_nothing(40, c.relay_args());
