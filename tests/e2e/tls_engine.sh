@@ -66,7 +66,8 @@ kill_orphans() {
     id=$(tr '\0' '\n' <"/proc/$shim/cmdline" 2>/dev/null | sed -n '/^-id$/{n;p}')
     if [ -n "$id" ]; then
       for proc in /proc/[0-9]*; do
-        grep -qF "$id" "$proc/cgroup" 2>/dev/null && kill -KILL "${proc#/proc/}" 2>/dev/null
+        # A process that ends between the look and the kill is what was wanted: never an error (set -e).
+        if grep -qF "$id" "$proc/cgroup" 2>/dev/null; then kill -KILL "${proc#/proc/}" 2>/dev/null || true; fi
       done
     fi
     kill -KILL "$shim" 2>/dev/null || true
