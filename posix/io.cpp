@@ -99,16 +99,17 @@ boost::system::result<std::string> read_file(const std::string& path, std::size_
     return read_all(fd.get(), limit, kind);
 }
 
-boost::system::result<mapped_file> mapped_file::of(int fd) {
+boost::system::result<mapped_file> mapped_file::of(const std::string& path) {
+    const unique_fd fd(open_retry(path, O_RDONLY));
     struct stat info {};
-    if (::fstat(fd, &info) != 0) {
+    if (!fd || ::fstat(fd.get(), &info) != 0) {
         return boost::system::error_code(errno, boost::system::generic_category());
     }
     if (info.st_size == 0) {
         return mapped_file(nullptr, 0);
     }
     const auto size = static_cast<std::size_t>(info.st_size);
-    void* at = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    void* at = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd.get(), 0);
     if (at == MAP_FAILED) {
         return boost::system::error_code(errno, boost::system::generic_category());
     }

@@ -63,8 +63,9 @@ class unique_fd {
 // runs (the kernel refuses to write or truncate it, ETXTBSY).
 class mapped_file {
   public:
-    // errno's on failure; an empty file maps nothing and is an empty view.
-    [[nodiscard]] static boost::system::result<mapped_file> of(int fd);
+    // The file at `path` (opened for the mapping only); errno's on failure; an empty file maps nothing and
+    // is an empty view.
+    [[nodiscard]] static boost::system::result<mapped_file> of(const std::string& path);
     mapped_file(mapped_file&& other) noexcept;
     mapped_file& operator=(mapped_file&& other) noexcept;
     mapped_file(const mapped_file&) = delete;

@@ -575,11 +575,7 @@ class docker_backend final : public backend {
 
     // The helper binary, whole (under 1 MiB), mapped: only when it goes into a container.
     [[nodiscard]] std::optional<posix::mapped_file> read_helper() const {
-        const posix::unique_fd fd(posix::open_retry(helper_on_host_, O_RDONLY));
-        if (!fd) {
-            return std::nullopt;
-        }
-        auto mapped = posix::mapped_file::of(fd.get());
+        auto mapped = posix::mapped_file::of(helper_on_host_);
         if (!mapped || mapped->bytes().empty()) {
             return std::nullopt;
         }

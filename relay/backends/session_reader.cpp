@@ -17,8 +17,6 @@
 namespace maka_eval::relay {
 namespace {
 
-using posix::unique_fd;
-
 std::string link_of(const std::string& path) {
     std::array<char, 256> buffer{};
     const ssize_t size = ::readlink(path.c_str(), buffer.data(), buffer.size() - 1);
@@ -80,13 +78,8 @@ std::string command_of(long pid) {
 // executable cannot be written or truncated, and reading the two megabytes into memory cost 0.45 ms of a
 // cold trial.
 bool runs_genuine(long pid, const std::string& genuine_path) {
-    const unique_fd running(posix::open_retry("/proc/" + std::to_string(pid) + "/exe", O_RDONLY));
-    const unique_fd genuine(posix::open_retry(genuine_path, O_RDONLY));
-    if (!running || !genuine) {
-        return false;
-    }
-    const auto ran = posix::mapped_file::of(running.get());
-    const auto ours = posix::mapped_file::of(genuine.get());
+    const auto ran = posix::mapped_file::of("/proc/" + std::to_string(pid) + "/exe");
+    const auto ours = posix::mapped_file::of(genuine_path);
     return ran && ours && ran->bytes() == ours->bytes();
 }
 
