@@ -13,6 +13,8 @@
 
 #include <iostream>
 
+#include <openssl/crypto.h>
+
 #ifndef MAKA_EVAL_VERSION
 #define MAKA_EVAL_VERSION "0.0.0"
 #endif
@@ -36,6 +38,21 @@ constexpr std::string_view verify_usage =
 int usage_error(std::string_view usage, const std::string& message) {
     std::cerr << "maka-eval-relay: " << message << "\n" << usage;
     return exit_usage;
+}
+
+// A signed trial's first EVP call starts OpenSSL, and on OpenSSL 3.0 most of that start is work signing
+// never uses (callgrind over the key's load, 7.0 M instructions): reading openssl.cnf (1.8 M), and copying
+// every legacy cipher and digest name into the provider name map (3.2 M, namemap.c's "pilfering"). Ed25519
+// is fetched from the default provider by its own name and needs neither. Both may govern TLS (the
+// configuration's system policy, legacy names for encrypted PEM), so they are left out only when this
+// process speaks no TLS: a docker engine reached over TLS starts OpenSSL as usual.
+void lighter_openssl_unless_tls(const common_options& options) {
+    if (options.backend == backend_kind::docker && options.engine.transport == engine_transport::tls) {
+        return;
+    }
+    (void)OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG | OPENSSL_INIT_NO_ADD_ALL_CIPHERS |
+                                  OPENSSL_INIT_NO_ADD_ALL_DIGESTS,
+                              nullptr);
 }
 
 } // namespace
@@ -121,6 +138,7 @@ trial_signer::from(const common_options& options) {
         return text.error();
     }
     std::optional<trial_signer> signer(trial_signer(options.attestation_path));
+    lighter_openssl_unless_tls(options);
     signer->key_ = in_background([pem = std::move(*text)] { return signing_key::parse(pem); });
     // The relay's own digest, remembered per binary where relays keep their record (an unstripped build is
     // tens of megabytes): hashed on a thread of its own only when this binary is new.
