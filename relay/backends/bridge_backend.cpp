@@ -9,6 +9,7 @@
 #include "relay/backends/bridge_channel.hpp"
 #include "relay/backends/helper_binary.hpp"
 #include "relay/backends/helper_start.hpp"
+#include "relay/support/relay_clock.hpp"
 #include "relay/support/event_queue.hpp"
 #include "relay/support/random_hex.hpp"
 #include "relay/trial/log.hpp"
@@ -23,7 +24,6 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -89,7 +89,7 @@ std::string tail_of(const std::string& out) {
 }
 
 asio::awaitable<void> pause(milliseconds how_long) {
-    asio::steady_timer timer(co_await asio::this_coro::executor, how_long);
+    relay_timer timer(co_await asio::this_coro::executor, how_long);
     co_await timer.async_wait(as_tuple(use_awaitable));
 }
 

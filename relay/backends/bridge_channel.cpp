@@ -2,6 +2,7 @@
 #include "relay/backends/bridge_channel.hpp"
 
 #include "contracts/bridge_messages.hpp"
+#include "relay/support/relay_clock.hpp"
 #include "relay/trial/log.hpp"
 
 #include <fcntl.h>
@@ -10,7 +11,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/read_until.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/streambuf.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -80,7 +80,7 @@ bridge_channel::call(contracts::bridge_request request, std::chrono::millisecond
             }
         });
     }
-    asio::steady_timer timer(executor_, deadline);
+    relay_timer timer(executor_, deadline);
     auto first =
         co_await (slot->async_receive(as_tuple(use_awaitable)) || timer.async_wait(as_tuple(use_awaitable)));
     pending_.erase(id);

@@ -14,6 +14,7 @@
 #include "relay/backends/session_reader.hpp"
 #include "relay/engine/docker_api.hpp"
 #include "relay/engine/tar_archive.hpp"
+#include "relay/support/relay_clock.hpp"
 #include "relay/support/utc_time.hpp"
 
 #include <algorithm>
@@ -24,7 +25,6 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -307,7 +307,7 @@ class docker_backend final : public backend {
     }
 
     asio::awaitable<void> destroy(std::optional<int>, std::chrono::milliseconds budget) override {
-        asio::steady_timer timer(co_await asio::this_coro::executor, budget);
+        relay_timer timer(co_await asio::this_coro::executor, budget);
         co_await (remove_container() || timer.async_wait(as_tuple(use_awaitable)));
     }
 
@@ -637,14 +637,14 @@ class docker_backend final : public backend {
     // `exec_look_every`. Once the exec has ended, the stream gets `exec_end_grace` to deliver what is left
     // and is then closed; `end` has the code. It never completes on its own: it ends with the read beside it.
     asio::awaitable<void> watch_exec(exec_stream& stream, std::string id, exec_end& end) {
-        asio::steady_timer timer(co_await asio::this_coro::executor);
-        const auto begun = std::chrono::steady_clock::now();
+        relay_timer timer(co_await asio::this_coro::executor);
+        const auto begun = relay_clock::now();
         auto next_look = begun + exec_first_look;
         std::size_t said = 0;
         while (!end.code) {
             timer.expires_after(exec_stderr_glance);
             co_await timer.async_wait(as_tuple(use_awaitable));
-            const auto now = std::chrono::steady_clock::now();
+            const auto now = relay_clock::now();
             if (stream.stderr_text().size() == said && now < next_look) {
                 continue;
             }
@@ -659,14 +659,14 @@ class docker_backend final : public backend {
         if (end.code) {
             stream.expire_after(exec_end_grace);
         }
-        timer.expires_at(asio::steady_timer::time_point::max());
+        timer.expires_at(relay_clock::time_point::max());
         co_await timer.async_wait(as_tuple(use_awaitable));
     }
 
     // The stream ends a moment before the engine records the exit code: ask until it has one (5 s at most),
     // but not past an engine that does not answer (-1).
     asio::awaitable<int> exit_code_of(const std::string& id) {
-        asio::steady_timer timer(co_await asio::this_coro::executor);
+        relay_timer timer(co_await asio::this_coro::executor);
         for (int attempt = 0; attempt < 250; ++attempt) {
             auto code = co_await api_.exec_exit_code(id);
             if (!code) {

@@ -13,6 +13,7 @@
 #include "relay/support/environment.hpp"
 #include "relay/support/exit_codes.hpp"
 #include "relay/support/random_hex.hpp"
+#include "relay/support/relay_clock.hpp"
 #include "relay/trial/follow_sink.hpp"
 #include "relay/trial/trial.hpp"
 
@@ -26,7 +27,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
 
 #ifndef MAKA_EVAL_VERSION
@@ -34,6 +37,8 @@
 #endif
 
 namespace maka_eval::relay {
+
+using namespace boost::asio::experimental::awaitable_operators;
 namespace {
 
 int usage_failure(const std::string& message) {
@@ -167,9 +172,24 @@ int locate_command(std::span<const std::string_view> args) {
         std::cerr << "maka-eval-relay: " << api.error().message << "\n";
         return exit_environment;
     }
+    // The whole lookup within the engine timeout, connecting included: the adapter that asks keeps no clock
+    // of its own for it.
+    const std::chrono::milliseconds whole(options->engine_timeout_ms);
+    const auto lookup = [&]() -> boost::asio::awaitable<boost::system::result<std::string, relay_error>> {
+        relay_timer timer(co_await boost::asio::this_coro::executor, whole);
+        auto first =
+            co_await (api->find_compose_container(options->compose_project, options->compose_service) ||
+                      timer.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable)));
+        if (first.index() == 0) {
+            co_return std::move(std::get<0>(first));
+        }
+        co_return relay_error{relay_errc::engine, "the engine did not answer the container lookup within " +
+                                                      std::to_string(whole.count()) +
+                                                      " ms (--engine-timeout-ms)"};
+    };
     std::optional<boost::system::result<std::string, relay_error>> found;
     boost::asio::co_spawn(
-        context, api->find_compose_container(options->compose_project, options->compose_service),
+        context, lookup(),
         [&](const std::exception_ptr& error, boost::system::result<std::string, relay_error> result) {
             found = error ? relay_error{relay_errc::engine, "internal error: " + exception_text(error)}
                           : std::move(result);

@@ -274,6 +274,24 @@ class UnitTest(unittest.TestCase):
         self.assertIn("--compose-project P", done.stdout)
         self.assertNotIn("--teardown-timeout-ms", done.stdout)
 
+    @unittest.skipUnless(RELAY, "MAKA_EVAL_TEST_RELAY names the relay")
+    def test_locate_answers_within_its_engine_timeout_when_the_engine_never_does(self):
+        # The adapter keeps no clock for `locate` (compose_container): the relay's own deadline must end it.
+        # An engine that accepts the connection and never says a word; the relay is given 300 ms.
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "engine.sock")
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            listener.bind(path)
+            listener.listen(4)
+            try:
+                done = subprocess.run([RELAY, "locate", "--compose-project", "p", "--docker-host", f"unix://{path}",
+                                       "--engine-timeout-ms", "300"], capture_output=True, text=True, check=False,
+                                      timeout=120)  # a test's guard only: the relay must end far sooner
+            finally:
+                listener.close()
+        self.assertEqual((done.returncode, done.stdout), (5, ""), done.stderr)
+        self.assertIn("within 300 ms", done.stderr)
+
     def test_the_adapter_answers_every_golden_bridge_request_within_the_reply_schema(self):
         # The adapter's half of the bridge contract (contracts/bridge_messages.hpp): each request line the
         # relay writes (tests/contracts/vectors/bridge-messages.jsonl, whose bytes the C++ tests produce)
