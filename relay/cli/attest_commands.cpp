@@ -41,17 +41,18 @@ int usage_error(std::string_view usage, const std::string& message) {
 }
 
 // A signed trial's first EVP call starts OpenSSL, and on OpenSSL 3.0 most of that start is work signing
-// never uses (callgrind over the key's load, 7.0 M instructions): reading openssl.cnf (1.8 M), and copying
-// every legacy cipher and digest name into the provider name map (3.2 M, namemap.c's "pilfering"). Ed25519
-// is fetched from the default provider by its own name and needs neither. Both may govern TLS (the
-// configuration's system policy, legacy names for encrypted PEM), so they are left out only when this
-// process speaks no TLS: a docker engine reached over TLS starts OpenSSL as usual.
+// never uses (callgrind over the key's load, 7.0 M instructions): reading openssl.cnf (1.8 M), copying every
+// legacy cipher and digest name into the provider name map (3.2 M, namemap.c's "pilfering"), and loading
+// the text of every error (1.0 M; no signing error prints OpenSSL's). Ed25519 is fetched from the default
+// provider by its own name and needs none of them. They may serve TLS (the configuration's system policy,
+// legacy names for encrypted PEM, the handshake's error text), so they are left out only when this process
+// speaks no TLS: a docker engine reached over TLS starts OpenSSL as usual.
 void lighter_openssl_unless_tls(const common_options& options) {
     if (options.backend == backend_kind::docker && options.engine.transport == engine_transport::tls) {
         return;
     }
     (void)OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG | OPENSSL_INIT_NO_ADD_ALL_CIPHERS |
-                                  OPENSSL_INIT_NO_ADD_ALL_DIGESTS,
+                                  OPENSSL_INIT_NO_ADD_ALL_DIGESTS | OPENSSL_INIT_NO_LOAD_CRYPTO_STRINGS,
                               nullptr);
 }
 
