@@ -9,9 +9,9 @@
 #include "relay/backends/bridge_channel.hpp"
 #include "relay/backends/helper_binary.hpp"
 #include "relay/backends/helper_start.hpp"
-#include "relay/support/relay_clock.hpp"
 #include "relay/support/event_queue.hpp"
 #include "relay/support/random_hex.hpp"
+#include "relay/support/relay_clock.hpp"
 #include "relay/trial/log.hpp"
 
 #include <cerrno>

@@ -236,10 +236,7 @@ class docker_backend final : public backend {
             installs_.add(container_id_, helper_name_); // the helper went in: a trial runs here
         }
         if (const auto* said = hello ? std::get_if<contracts::hello_message>(&*hello) : nullptr) {
-            if (auto refused = reader_refused(*said)) {
-                co_return start_attempt::refused(
-                    *refused); // the stream goes with this scope: the helper sees EOF
-            }
+            hello_pid_ = said->pid; // its reader is checked once `ready` is out (reader_refusal)
             co_return start_attempt::opened(
                 std::make_unique<docker_session>(std::move(*stream), std::move(*first)));
         }
@@ -479,11 +476,11 @@ class docker_backend final : public backend {
     // Only a root helper's session is checked (a same-uid one is within the subject's reach by design).
     // Where the container's processes cannot be seen from here (a remote engine), the record of root
     // subjects is what stands (earlier_owner()), and the log says that the reader was not checked.
-    std::optional<relay_error> reader_refused(const contracts::hello_message& hello) {
-        if (!supervise_as_root_ || !options_.helper.in_environment.empty()) {
+    std::optional<std::string> reader_refusal() override {
+        if (!supervise_as_root_ || !options_.helper.in_environment.empty() || hello_pid_ <= 0) {
             return std::nullopt;
         }
-        const auto reader = check_session_reader(container_pid_, container_id_, hello.pid, helper_on_host_);
+        const auto reader = check_session_reader(container_pid_, container_id_, hello_pid_, helper_on_host_);
         switch (reader.verdict) {
         case reader_verdict::ours_alone:
             return std::nullopt;
@@ -502,11 +499,9 @@ class docker_backend final : public backend {
         case reader_verdict::shared:
             break;
         }
-        return relay_error{
-            relay_errc::environment,
-            "nothing was sent into container " + container_ + ": " + reader.detail +
-                ", so another program than this build's helper could read the trial's "
-                "credentials (left by an earlier trial's root subject?); use a fresh container"};
+        return "nothing was sent into container " + container_ + ": " + reader.detail +
+               ", so another program than this build's helper could read the trial's "
+               "credentials (left by an earlier trial's root subject?); use a fresh container";
     }
 
     // The session's exec: the helper at its path, or `cmd` (the install that becomes it). A root supervisor;
@@ -729,6 +724,7 @@ class docker_backend final : public backend {
     std::string earlier_owner_;    // whose the container is since an earlier trial (earlier_owner())
     long container_pid_ = 0;       // State.Pid: the container's first process, on the engine's host
     bool reader_unchecked_said_ = false;
+    long hello_pid_ = 0;     // the helper's pid in the container, as its hello said
     bool host_view_ = false; // this host sees the container's files and processes (the engine's host)
     std::optional<std::uint64_t> oom_kills_before_; // the memory cgroup's oom_kill count before the trial
     bool resolved_ = false;

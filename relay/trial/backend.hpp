@@ -123,6 +123,11 @@ class backend {
     // there ("owned by a root subject (…)"), or that an earlier trial ran there that this host has no record
     // of; empty when neither is known (a fresh container, or one only non-root subjects used).
     [[nodiscard]] virtual std::string earlier_owner() const { return {}; }
+    // Why the helper's session may have another reader than this build's helper (docker: a process of the
+    // container holding its stdin, a forgery that said hello): nothing secret may be sent then. Asked once,
+    // after `ready` is out and before `run`, so that it runs while the orchestrator answers; nullopt: none
+    // found, or this backend cannot tell.
+    [[nodiscard]] virtual std::optional<std::string> reader_refusal() { return std::nullopt; }
     // This trial's subject will run as root or with capabilities (`why`): from now on the environment is its.
     virtual void mark_owned_by_subject(const std::string& why) { (void)why; }
     // Engine API calls made so far, where there is an engine (the benchmark reports it per trial).

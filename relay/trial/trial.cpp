@@ -213,6 +213,11 @@ asio::awaitable<trial_phase> trial::offer() {
     }
     log_.phase("ready");
     spawn(read_orchestrator());
+    // While the orchestrator answers `ready`: the session's reader, checked before anything secret goes
+    // out (`run`), off the path to `execute` (a pass over the host's /proc, most of a millisecond).
+    if (auto refusal = env_.reader_refusal()) {
+        co_return end(exit_environment, *refusal);
+    }
     co_return trial_phase::offering;
 }
 
