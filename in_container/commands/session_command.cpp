@@ -13,6 +13,7 @@
 #include "in_container/process/identity.hpp"
 #include "in_container/process/probe.hpp"
 #include "in_container/process/root_state.hpp"
+#include "in_container/process/spawn.hpp"
 #include "in_container/supervision/supervisor.hpp"
 
 #include <cerrno>
@@ -145,6 +146,9 @@ int session_command(std::span<const std::string_view> args) {
     }
     hello->heartbeat_ms = heartbeat_ms; // supervise() beats at this interval while the subject runs
     emit(*hello);
+    // The subject's launcher, exec'd and started while the relay and the orchestrator exchange `ready` and
+    // `execute` (spawn.hpp); killed and reaped on the way out if no `run` comes.
+    auto launcher = standby_launcher::start();
     // Where our stdin is a pipe, as large as the system lets it be: a `run` request of megabytes
     // (credentials) then passes in few reads and the engine writing it is not held back by each.
     (void)::fcntl(STDIN_FILENO, F_SETPIPE_SZ, 1 << 20);
@@ -156,7 +160,7 @@ int session_command(std::span<const std::string_view> args) {
     if (request->user.empty()) {
         request->user = user;
     }
-    const supervisor_io io{signal_fd, &control, &emit, heartbeat_ms};
+    const supervisor_io io{signal_fd, &control, &emit, heartbeat_ms, &launcher};
     auto report = supervise(*request, io);
     if (!report) {
         emit(contracts::error_message{report.error().code, report.error().message});

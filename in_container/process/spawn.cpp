@@ -1,219 +1,24 @@
-// Subject start-up (see spawn.hpp).
+// The supervisor's side of a subject's start (see spawn.hpp): the plan handed to a launcher on standby, or a
+// launcher forked now, and what the status pipe says.
 #include "in_container/process/spawn.hpp"
 
+#include "contracts/secret.hpp"
 #include "in_container/base/io.hpp"
 #include "in_container/process/identity.hpp"
-#include "in_container/process/oom_score.hpp"
-#include "in_container/process/process_table.hpp"
+#include "in_container/process/launch_steps.hpp"
 #include "posix/executable_search.hpp"
 
+#include <array>
 #include <cerrno>
-#include <charconv>
 #include <climits>
-#include <csignal>
 #include <cstring>
 #include <fcntl.h>
-#include <optional>
-#include <poll.h>
-#include <sys/ioctl.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <time.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace maka_eval::in_container {
 namespace {
-
-// Launcher or child → parent: one tag byte and a number (the subject's pid after 'P', else the errno).
-bool send_status(int status_fd, char tag, int value) {
-    char message[1 + sizeof(int)];
-    message[0] = tag;
-    std::memcpy(message + 1, &value, sizeof value);
-    return write_all(status_fd, std::string_view(message, sizeof message));
-}
-
-[[noreturn]] void report_and_exit(int status_fd, char tag, int error, int exit_code) {
-    (void)send_status(status_fd, tag, error);
-    ::_exit(exit_code);
-}
-
-// The launcher sends `go` just before it exits, so a subject that asked for its parent at once (a shell's
-// $PPID) could still see the launcher: it waits until it is the supervisor's. The launcher's pidfd is
-// readable only once its exit has reparented its children (the kernel's exit_notify does both under one
-// lock); without pidfds (Linux < 5.3), or should one not open, it looks every millisecond.
-void wait_until_reparented(pid_t launcher) {
-    if (::getppid() != launcher) {
-        return;
-    }
-    const posix::unique_fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, launcher, 0)));
-    // Still our parent after the open: the pidfd is the launcher's, never a later process's with its number.
-    if (pidfd && ::getppid() == launcher) {
-        pollfd ready{pidfd.get(), POLLIN, 0};
-        while (::poll(&ready, 1, -1) < 0 && errno == EINTR) {
-        }
-    }
-    const timespec millisecond{0, 1000000};
-    while (::getppid() == launcher) {
-        (void)::nanosleep(&millisecond, nullptr);
-    }
-}
-
-// The first directory of `path` (absolute: from "/"; else from the working directory) that this process
-// may not enter, after an EACCES on it; nullopt when each may be entered (what refused was something else).
-// Asked as the subject's user, after it took it on: access(2) says what the kernel would.
-std::optional<std::string> first_refused_directory(const std::string& path) {
-    std::string prefix = path.starts_with('/') ? "/" : "";
-    for (std::size_t at = 0; at <= path.size();) {
-        const std::size_t slash = std::min(path.find('/', at), path.size());
-        if (slash > at) {
-            prefix.append(path, at, slash - at);
-            if (slash < path.size()) {
-                prefix.push_back('/');
-            }
-        }
-        if (!prefix.empty() && ::access(prefix.c_str(), X_OK) != 0 && errno == EACCES) {
-            if (prefix.size() > 1 && prefix.ends_with('/')) {
-                prefix.pop_back();
-            }
-            return prefix;
-        }
-        at = slash + 1;
-    }
-    return std::nullopt;
-}
-
-// The subject's user may not enter `directory`: said to the supervisor ('A' and the directory's name after
-// it), which reports it before the subject is said to have started; the subject never runs.
-[[noreturn]] void report_refused_directory(const spawn_plan& plan, int status_fd,
-                                           const std::string& directory) {
-    (void)::unlinkat(plan.scope_directory, plan.scope_name.c_str(), 0);
-    if (send_status(status_fd, 'A', EACCES)) {
-        (void)write_all(status_fd, std::string_view(directory).substr(0, PATH_MAX));
-    }
-    ::_exit(126);
-}
-
-[[noreturn]] void child(const spawn_plan& plan, int status_fd, int null_fd, const std::vector<char*>& argv,
-                        const std::vector<char*>& envp, const std::vector<std::string>& candidates,
-                        const std::vector<gid_t>& groups) {
-    // Nothing the supervisor blocked or ignored may reach the subject.
-    sigset_t none;
-    sigemptyset(&none);
-    (void)::sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (int sig = 1; sig < NSIG; ++sig) {
-        (void)::signal(sig, SIG_DFL); // fails harmlessly for SIGKILL and SIGSTOP
-    }
-    ::setsid();
-    if (::dup2(null_fd, STDIN_FILENO) < 0 || ::dup2(plan.stdout_fd, STDOUT_FILENO) < 0 ||
-        ::dup2(plan.stderr_fd, STDERR_FILENO) < 0) {
-        report_and_exit(status_fd, 'E', errno, 126);
-    }
-    // A terminal on stdin (run -t) becomes the new session's controlling terminal, as `docker exec -t`
-    // makes it: the subject is its foreground group, Ctrl-C reaches it as SIGINT, /dev/tty opens.
-    if (::isatty(STDIN_FILENO) == 1 && ::ioctl(STDIN_FILENO, TIOCSCTTY, 0) != 0) {
-        report_and_exit(status_fd, 'E', errno, 126);
-    }
-    ::umask(077);
-    // The scope is published by the supervisor's identity, where the subject cannot reach it.
-    const pid_t self = ::getpid();
-    const auto status = read_status(self);
-    const scope_record record{self, status ? status->start_time : 0, plan.supervisor, plan.supervisor_start};
-    if (!status || !publish_scope(plan.scope_directory, plan.scope_name, record)) {
-        report_and_exit(status_fd, 'S', errno, 111);
-    }
-    // Back to what the supervisor inherited before it lowered its own (oom_score.hpp). Raising needs no
-    // privilege; should it fail, the subject is merely as protected as its supervisor.
-    if (plan.oom_score_adj) {
-        (void)set_oom_score_adj(*plan.oom_score_adj);
-    }
-    if (plan.identity && !become(*plan.identity, groups)) {
-        const int error = errno;
-        (void)write_all(STDERR_FILENO, "maka-eval-helper: cannot take on the subject's identity: " +
-                                           std::string(std::strerror(error)) + "\n");
-        (void)::unlinkat(plan.scope_directory, plan.scope_name.c_str(), 0);
-        report_and_exit(status_fd, 'U', error, 126);
-    }
-    if (!plan.cwd.empty() && ::chdir(plan.cwd.c_str()) != 0) {
-        const int error = errno;
-        if (error == EACCES && plan.identity) {
-            if (auto refused = first_refused_directory(plan.cwd)) {
-                report_refused_directory(plan, status_fd, *refused);
-            }
-        }
-        const std::string message =
-            "maka-eval-helper: cannot enter " + plan.cwd + ": " + std::strerror(error) + "\n";
-        (void)write_all(STDERR_FILENO, message);
-        (void)::unlinkat(plan.scope_directory, plan.scope_name.c_str(), 0);
-        report_and_exit(status_fd, 'C', error, 126);
-    }
-    int error = ENOENT;
-    const std::string* refused_at = nullptr; // the first candidate the kernel refused (EACCES)
-    for (const auto& candidate : candidates) {
-        ::execve(candidate.c_str(), argv.data(), envp.data());
-        if (errno == EACCES && refused_at == nullptr) {
-            refused_at = &candidate;
-        }
-        if (errno == ENOEXEC) {
-            // As sh does: a file without a recognised format is a shell script.
-            std::vector<char*> script{const_cast<char*>("/bin/sh"), const_cast<char*>(candidate.c_str())};
-            script.insert(script.end(), argv.begin() + 1, argv.end());
-            ::execve("/bin/sh", script.data(), envp.data());
-            errno = ENOEXEC;
-        }
-        if (errno != ENOENT && errno != ENOTDIR) {
-            error = errno; // EACCES and the like win over "not found", as in sh
-        }
-    }
-    if (error == EACCES && refused_at != nullptr && plan.identity) {
-        const auto slash = refused_at->rfind('/');
-        if (slash != std::string::npos) {
-            if (auto refused = first_refused_directory(slash == 0 ? "/" : refused_at->substr(0, slash))) {
-                report_refused_directory(plan, status_fd, *refused);
-            }
-        }
-    }
-    const std::string message =
-        "maka-eval-helper: cannot execute " + plan.argv.front() + ": " +
-        (error == ENOENT ? std::string("not found") : std::string(std::strerror(error))) + "\n";
-    (void)write_all(STDERR_FILENO, message);
-    (void)::unlinkat(plan.scope_directory, plan.scope_name.c_str(), 0);
-    report_and_exit(status_fd, 'E', error, error == ENOENT ? 127 : 126);
-}
-
-constexpr std::string_view launch_command = "launch-subject";
-
-// The launcher's arguments: what the child needs besides its argv and environment (which it gets as its
-// own), as text. Descriptors are numbers that survive the exec; the identity is "uid:gid:g1,g2,…".
-std::vector<std::string> launcher_arguments(const spawn_plan& plan, int status_fd,
-                                            const std::vector<gid_t>& groups) {
-    std::vector<std::string> out{"maka-eval-helper",
-                                 std::string(launch_command),
-                                 std::to_string(status_fd),
-                                 std::to_string(plan.scope_directory),
-                                 plan.scope_name,
-                                 std::to_string(plan.supervisor),
-                                 std::to_string(plan.supervisor_start),
-                                 plan.oom_score_adj ? std::to_string(*plan.oom_score_adj) : "-"};
-    if (plan.identity) {
-        std::string identity =
-            std::to_string(plan.identity->uid) + ":" + std::to_string(plan.identity->gid) + ":";
-        for (std::size_t i = 0; i < groups.size(); ++i) {
-            identity += (i > 0 ? "," : "") + std::to_string(groups[i]);
-        }
-        out.push_back(std::move(identity));
-    } else {
-        out.emplace_back("-");
-    }
-    out.push_back("=" + plan.cwd); // "=" alone: inherit
-    out.emplace_back("--");
-    out.insert(out.end(), plan.argv.begin(), plan.argv.end());
-    return out;
-}
-
-template <typename T>
-bool number_of(std::string_view text, T& out) {
-    return std::from_chars(text.data(), text.data() + text.size(), out).ec == std::errc() && !text.empty();
-}
 
 // Reads the status pipe to its end (EOF) or for one message; false at EOF with nothing read.
 bool read_message(int fd, char (&message)[1 + sizeof(int)]) {
@@ -228,9 +33,152 @@ bool read_message(int fd, char (&message)[1 + sizeof(int)]) {
     return got == sizeof message;
 }
 
+bool send_all(int socket, std::string_view bytes) {
+    while (!bytes.empty()) {
+        const ssize_t n = ::send(socket, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return false;
+        }
+        bytes.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return true;
+}
+
+// Hands the plan to the launcher waiting on `socket`; false when it is gone.
+bool hand_over(int socket, const spawn_plan& plan, const std::vector<std::string>& launch_args,
+               const std::array<int, handed_fds>& fds) {
+    std::string payload;
+    const auto add = [&payload](std::string_view text) {
+        payload.append(text);
+        payload.push_back('\0');
+    };
+    constexpr std::size_t skipped = 4; // the binary's name, the command, the two descriptor numbers
+    add(std::to_string(launch_args.size() - skipped));
+    for (std::size_t i = skipped; i < launch_args.size(); ++i) {
+        add(launch_args[i]);
+    }
+    for (const auto& entry : plan.environment) {
+        add(entry);
+    }
+    std::uint64_t size = payload.size();
+    iovec header{&size, sizeof size};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * handed_fds)] = {};
+    msghdr message{};
+    message.msg_iov = &header;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = sizeof control;
+    cmsghdr* rights = CMSG_FIRSTHDR(&message);
+    rights->cmsg_level = SOL_SOCKET;
+    rights->cmsg_type = SCM_RIGHTS;
+    rights->cmsg_len = CMSG_LEN(sizeof(int) * handed_fds);
+    std::memcpy(CMSG_DATA(rights), fds.data(), sizeof(int) * handed_fds);
+    ssize_t sent = -1;
+    while ((sent = ::sendmsg(socket, &message, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
+    }
+    const bool handed = sent == static_cast<ssize_t>(sizeof size) && send_all(socket, payload);
+    contracts::wipe(payload); // the subject's environment: credentials among it
+    return handed;
+}
+
+// The parent's side of the status pipe: first the subject's pid from the launcher, then EOF once the
+// subject's exec succeeded (the launcher has exited by then), or what failed.
+spawn_outcome outcome_of(int status_read, pid_t launcher_pid, unsigned own_forks) {
+    char message[1 + sizeof(int)] = {};
+    if (!read_message(status_read, message) || message[0] != 'P') {
+        int error = EIO;
+        if (message[0] == 'F') {
+            std::memcpy(&error, message + 1, sizeof error);
+        }
+        return {spawn_status::fork_failed, -1, error, launcher_pid, {}, own_forks};
+    }
+    pid_t subject = -1;
+    std::memcpy(&subject, message + 1, sizeof subject);
+    // The fork became the subject where it could not exec the launcher.
+    const pid_t launcher = subject == launcher_pid ? -1 : launcher_pid;
+    const unsigned forks = launcher > 0 ? own_forks : 0;
+    if (!read_message(status_read, message)) {
+        return {spawn_status::started, subject, 0, launcher, {}, forks};
+    }
+    int error = 0;
+    std::memcpy(&error, message + 1, sizeof error);
+    switch (message[0]) {
+    case 'A': {
+        spawn_outcome refused{spawn_status::directory_refused, subject, error, launcher, {}, forks};
+        char name[PATH_MAX];
+        for (ssize_t n = 0; (n = posix::read_retry(status_read, name, sizeof name)) > 0;) {
+            refused.blocked_directory.append(name, static_cast<std::size_t>(n));
+        }
+        return refused;
+    }
+    case 'S':
+        return {spawn_status::scope_unavailable, subject, error, launcher, {}, forks};
+    case 'C':
+        return {spawn_status::cwd_unavailable, subject, error, launcher, {}, forks};
+    case 'U':
+        return {spawn_status::identity_failed, subject, error, launcher, {}, forks};
+    default:
+        return {spawn_status::exec_failed, subject, error, launcher, {}, forks};
+    }
+}
+
 } // namespace
 
-spawn_outcome spawn_subject(const spawn_plan& plan) {
+standby_launcher::standby_launcher(standby_launcher&& other) noexcept
+    : pid_(other.pid_), socket_(std::move(other.socket_)) {
+    other.pid_ = -1;
+}
+
+standby_launcher standby_launcher::start() {
+    int ends[2] = {-1, -1};
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0) {
+        return {};
+    }
+    posix::unique_fd ours(ends[0]);
+    const posix::unique_fd theirs(ends[1]);
+    const posix::unique_fd null_fd(open_retry("/dev/null", O_RDWR));
+    char name[] = "maka-eval-helper";
+    char command[] = "launch-subject";
+    char standby[] = "--standby";
+    char fd_text[] = "3";
+    char* const argv[] = {name, command, standby, fd_text, nullptr};
+    char* const envp[] = {nullptr};
+    const pid_t pid = null_fd ? ::fork() : -1;
+    if (pid == 0) {
+        // First: none of the session's descriptors stays here (its stdin above all, which the relay checks
+        // nobody but the helper holds); then the socket as descriptor 3, the only one the exec keeps.
+        if (::dup2(null_fd.get(), STDIN_FILENO) < 0 || ::dup2(null_fd.get(), STDOUT_FILENO) < 0 ||
+            ::dup2(null_fd.get(), STDERR_FILENO) < 0 ||
+            (theirs.get() == 3 ? ::fcntl(3, F_SETFD, 0) : ::dup2(theirs.get(), 3)) < 0) {
+            ::_exit(127);
+        }
+        ::execve("/proc/self/exe", argv, envp);
+        ::_exit(127);
+    }
+    standby_launcher out;
+    if (pid > 0) {
+        out.pid_ = pid;
+        out.socket_ = std::move(ours);
+    }
+    return out;
+}
+
+void standby_launcher::dismiss() {
+    if (pid_ <= 0) {
+        return;
+    }
+    // Unreaped, the pid is still this child's: nothing else can have it.
+    (void)::kill(pid_, SIGKILL);
+    socket_ = posix::unique_fd();
+    while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+}
+
+spawn_outcome spawn_subject(const spawn_plan& plan, standby_launcher* standby) {
     // argv, envp, the exec candidates and the groups are built before fork. The child still allocates on its
     // failure paths (error messages) and reads /proc for its own start time: safe only because the helper
     // is single-threaded (no lock can be held by another thread at fork), which it must stay.
@@ -257,13 +205,26 @@ spawn_outcome spawn_subject(const spawn_plan& plan) {
     }
     const posix::unique_fd null_fd(open_retry("/dev/null", O_RDWR));
     const auto launch_args = launcher_arguments(plan, status_pipe.write.get(), groups);
+    const int stdin_fd = plan.stdin_fd >= 0 ? plan.stdin_fd : null_fd.get();
+    if (standby != nullptr && standby->pid_ > 0 && null_fd) {
+        const std::array<int, handed_fds> fds{stdin_fd, plan.stdout_fd, plan.stderr_fd,
+                                              status_pipe.write.get(), plan.scope_directory};
+        if (hand_over(standby->socket_.get(), plan, launch_args, fds)) {
+            const pid_t launcher = standby->pid_;
+            standby->pid_ = -1; // the supervisor's to reap now, as the launcher of this subject
+            standby->socket_ = posix::unique_fd();
+            status_pipe.write =
+                posix::unique_fd(); // the launcher's and the subject's copies alone keep it open
+            return outcome_of(status_pipe.read.get(), launcher, 0);
+        }
+        standby->dismiss(); // gone: reaped now, so that it is never taken for one of the subject's
+    }
     std::vector<char*> launcher_argv;
     launcher_argv.reserve(launch_args.size() + 1);
     for (const auto& arg : launch_args) {
         launcher_argv.push_back(const_cast<char*>(arg.c_str()));
     }
     launcher_argv.push_back(nullptr);
-    const int stdin_fd = plan.stdin_fd >= 0 ? plan.stdin_fd : null_fd.get();
     const pid_t pid = !null_fd ? -1 : ::fork();
     if (pid == 0) {
         // The launcher: a fresh exec of this binary forks the subject, so that what the subject's
@@ -285,133 +246,14 @@ spawn_outcome spawn_subject(const spawn_plan& plan) {
         (void)::fcntl(status_fd, F_SETFD, FD_CLOEXEC);
         (void)::fcntl(plan.scope_directory, F_SETFD, FD_CLOEXEC);
         (void)send_status(status_fd, 'P', ::getpid());
-        child(plan, status_fd, stdin_fd, argv, envp, candidates, groups);
+        become_subject(plan, status_fd, stdin_fd, argv, envp, candidates, groups);
     }
     const int fork_error = errno;
     status_pipe.write = posix::unique_fd(); // the launcher's and the subject's ends alone keep it open
     if (pid < 0) {
         return {spawn_status::fork_failed, -1, fork_error};
     }
-    // First the subject's pid from the launcher, then EOF once the subject's exec succeeded (the launcher
-    // has exited by then), or what failed.
-    char message[1 + sizeof(int)] = {};
-    if (!read_message(status_pipe.read.get(), message) || message[0] != 'P') {
-        int error = EIO;
-        if (message[0] == 'F') {
-            std::memcpy(&error, message + 1, sizeof error);
-        }
-        return {spawn_status::fork_failed, -1, error, pid};
-    }
-    pid_t subject = -1;
-    std::memcpy(&subject, message + 1, sizeof subject);
-    const pid_t launcher = subject == pid ? -1 : pid; // the fork became the subject where it could not exec
-    if (!read_message(status_pipe.read.get(), message)) {
-        return {spawn_status::started, subject, 0, launcher};
-    }
-    int error = 0;
-    std::memcpy(&error, message + 1, sizeof error);
-    switch (message[0]) {
-    case 'A': {
-        spawn_outcome refused{spawn_status::directory_refused, subject, error, launcher};
-        char name[PATH_MAX];
-        for (ssize_t n = 0; (n = posix::read_retry(status_pipe.read.get(), name, sizeof name)) > 0;) {
-            refused.blocked_directory.append(name, static_cast<std::size_t>(n));
-        }
-        return refused;
-    }
-    case 'S':
-        return {spawn_status::scope_unavailable, subject, error, launcher};
-    case 'C':
-        return {spawn_status::cwd_unavailable, subject, error, launcher};
-    case 'U':
-        return {spawn_status::identity_failed, subject, error, launcher};
-    default:
-        return {spawn_status::exec_failed, subject, error, launcher};
-    }
-}
-
-int launch_subject_command(std::span<const std::string_view> args) {
-    // args: STATUS_FD SCOPE_DIR_FD SCOPE_NAME SUPERVISOR SUPERVISOR_START OOM IDENTITY =CWD -- ARGV...
-    int status_fd = -1;
-    spawn_plan plan;
-    if (args.size() < 10 || !number_of(args[0], status_fd) || !number_of(args[1], plan.scope_directory) ||
-        !number_of(args[3], plan.supervisor) || !number_of(args[4], plan.supervisor_start) ||
-        !args[7].starts_with("=") || args[8] != "--") {
-        log_line("launch-subject: only the helper itself starts this, with what it needs");
-        return 2;
-    }
-    plan.scope_name = std::string(args[2]);
-    if (int adj = 0; args[5] != "-" && number_of(args[5], adj)) {
-        plan.oom_score_adj = adj;
-    }
-    std::vector<gid_t> groups;
-    if (args[6] != "-") {
-        policy::subject_identity identity;
-        const auto text = args[6];
-        const auto first = text.find(':');
-        const auto second = text.find(':', first + 1);
-        if (first == std::string_view::npos || second == std::string_view::npos ||
-            !number_of(text.substr(0, first), identity.uid) ||
-            !number_of(text.substr(first + 1, second - first - 1), identity.gid)) {
-            report_and_exit(status_fd, 'F', EINVAL, 126);
-        }
-        for (auto rest = text.substr(second + 1); !rest.empty();) {
-            const auto comma = std::min(rest.find(','), rest.size());
-            gid_t gid = 0;
-            if (number_of(rest.substr(0, comma), gid)) {
-                groups.push_back(gid);
-            }
-            rest.remove_prefix(std::min(comma + 1, rest.size()));
-        }
-        plan.identity = identity;
-    }
-    plan.cwd = std::string(args[7].substr(1));
-    for (const auto arg : args.subspan(9)) {
-        plan.argv.emplace_back(arg);
-    }
-    plan.stdout_fd = STDOUT_FILENO;
-    plan.stderr_fd = STDERR_FILENO;
-    std::vector<char*> argv;
-    for (const auto& arg : plan.argv) {
-        argv.push_back(const_cast<char*>(arg.c_str()));
-    }
-    argv.push_back(nullptr);
-    const auto candidates = posix::exec_candidates(plan.argv.front(), ::getenv("PATH"));
-    std::vector<char*> envp;
-    for (char** entry = environ; *entry != nullptr; ++entry) {
-        envp.push_back(*entry);
-    }
-    envp.push_back(nullptr);
-    // The subject's exec closes these; the launcher's exit closes its own copies.
-    (void)::fcntl(status_fd, F_SETFD, FD_CLOEXEC);
-    (void)::fcntl(plan.scope_directory, F_SETFD, FD_CLOEXEC);
-    // The subject waits for its pid to be on the status pipe before anything of its own can be: one byte on
-    // `go` says it is. Should the launcher die before (killed), the subject ends without starting, rather
-    // than run while its supervisor reports that it never started.
-    auto go = posix::make_pipe();
-    if (!go) {
-        report_and_exit(status_fd, 'F', errno, 126);
-    }
-    const pid_t launcher = ::getpid();
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-        go.write = posix::unique_fd();
-        char byte = 0;
-        if (posix::read_retry(go.read.get(), &byte, 1) != 1) {
-            ::_exit(126);
-        }
-        go.read = posix::unique_fd();
-        wait_until_reparented(launcher);
-        child(plan, status_fd, STDIN_FILENO, argv, envp, candidates, groups);
-    }
-    if (pid < 0) {
-        report_and_exit(status_fd, 'F', errno, 126);
-    }
-    if (send_status(status_fd, 'P', pid)) {
-        (void)write_all(go.write.get(), "g");
-    }
-    // The subject is reparented to the supervisor (its subreaper) as we exit.
-    ::_exit(0);
+    return outcome_of(status_pipe.read.get(), pid, 1);
 }
 
 } // namespace maka_eval::in_container

@@ -3,15 +3,17 @@
 // file (still as the supervisor, into its root-only directory), take on the subject's identity, cwd, exec.
 // The subject never starts unless its scope is published (the original's C7 guarantee).
 //
-// The fork execs this binary again (`launch-subject`), which forks the subject and exits: the subject's
-// measured peak RSS is then its own, not this process's at the fork. The launcher writes the subject's pid
-// to a close-on-exec status pipe; the subject then reports how far it got: EOF means exec succeeded. Exec
-// failures follow sh: 127 when the command is not found, 126 when it cannot be run, with a message on the
-// subject's stderr (so it lands in the stderr artifact).
+// The subject is forked by a fresh exec of this binary (`launch-subject`), which then exits: the subject's
+// measured peak RSS is then its own, not this process's at the fork. A session starts that launcher ahead
+// (standby_launcher, while it waits for `run`) and hands it the plan; otherwise the spawn forks and execs
+// one. The launcher writes the subject's pid to a close-on-exec status pipe; the subject then reports how
+// far it got: EOF means exec succeeded. Exec failures follow sh: 127 when the command is not found, 126
+// when it cannot be run, with a message on the subject's stderr (so it lands in the stderr artifact).
 #pragma once
 
 #include "in_container/process/scope_file.hpp"
 #include "policy/user_spec.hpp"
+#include "posix/io.hpp"
 
 #include <optional>
 #include <span>
@@ -53,9 +55,37 @@ struct spawn_outcome {
     int error = 0;       // errno of the failed step
     pid_t launcher = -1; // the process that forked the leader, ours to reap (not the subject's); -1: none
     std::string blocked_directory{}; // directory_refused: the first one the subject's user may not enter
+    unsigned own_forks = 0; // processes the spawn itself forked besides the subject (a launcher made now)
 };
 
-[[nodiscard]] spawn_outcome spawn_subject(const spawn_plan& plan);
+// A launcher started before the subject is known (`launch-subject --standby`): its fork, exec and start-up
+// happen while the session waits for `run`, not on the way to `started`. It waits on a socket for the plan
+// and the subject's descriptors, with none of the session's own (stdin, stdout and stderr are /dev/null
+// from its first instruction on). Unused, it is killed and reaped when this goes; gone before it was used
+// (killed, or /proc/self/exe not executable here), the spawn forks a launcher of its own as it always did.
+class standby_launcher {
+  public:
+    standby_launcher() = default;
+    standby_launcher(standby_launcher&& other) noexcept;
+    standby_launcher& operator=(standby_launcher&&) = delete;
+    standby_launcher(const standby_launcher&) = delete;
+    standby_launcher& operator=(const standby_launcher&) = delete;
+    ~standby_launcher() { dismiss(); }
+
+    [[nodiscard]] static standby_launcher start();
+    [[nodiscard]] pid_t pid() const { return pid_; }
+    // Killed and reaped, if it was not handed a plan.
+    void dismiss();
+
+  private:
+    friend spawn_outcome spawn_subject(const spawn_plan& plan, standby_launcher* standby);
+    pid_t pid_ = -1;
+    posix::unique_fd socket_;
+};
+
+// `standby`: a launcher started ahead, used when it is still there (then handed over: it is the outcome's
+// launcher); nullptr: one forked now.
+[[nodiscard]] spawn_outcome spawn_subject(const spawn_plan& plan, standby_launcher* standby = nullptr);
 
 // `maka-eval-helper launch-subject …`: what spawn_subject's fork execs, so that the subject is forked from
 // a fresh, small process (spawn.cpp says why). Not a command for people; main() runs it before anything

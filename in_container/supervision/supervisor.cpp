@@ -341,7 +341,7 @@ boost::system::result<report_message, supervision_error> supervision::run() {
     // On the host's PID namespace its allocation counter counts the host's processes too: the subject's
     // are counted from the kernel's fork events where we may listen, else by a census of its tree.
     const bool listening = request_.shared_pid_namespace && forks_.open();
-    spawned_ = spawn_subject(plan);
+    spawned_ = spawn_subject(plan, io_.launcher);
     tree_ = subject_tree(spawned_.pid);
     usage_.count_by_census(request_.shared_pid_namespace && !listening);
     if (listening && spawned_.pid > 0) {
@@ -759,8 +759,9 @@ report_message supervision::report() {
     m.peak_rss_kib = contracts::peak_rss_kib();
     if (spawned_.status == spawn_status::started) {
         // After the leader was reaped: its time and its descendants' reaped time are ours to read now.
-        // The same span: start → the leader's exit. Ours among the processes since: the launcher, a drainer.
-        m.usage = usage_.measure(m.run_ms, (spawned_.launcher > 0 ? 1U : 0U) + (drainer_ > 0 ? 1U : 0U));
+        // The same span: start → the leader's exit. Ours among the processes since: a launcher forked then
+        // (not one started ahead), a drainer.
+        m.usage = usage_.measure(m.run_ms, spawned_.own_forks + (drainer_ > 0 ? 1U : 0U));
         if (forks_.fd() >= 0) {
             forks_.drain();
             m.usage->processes = forks_.processes();

@@ -15,6 +15,7 @@
 
 #include "contracts/session_messages.hpp"
 #include "in_container/base/line_reader.hpp"
+#include "in_container/process/spawn.hpp"
 
 #include <functional>
 #include <string>
@@ -33,6 +34,7 @@ struct supervisor_io {
     line_reader* control = nullptr; // session mode: further requests (cancel), EOF = relay gone
     std::function<void(const contracts::session_message&)> emit;  // `started`, `error` (session mode)
     std::uint32_t heartbeat_ms = contracts::session_heartbeat_ms; // session mode: the interval `hello` said
+    standby_launcher* launcher = nullptr; // session mode: the launcher started while `run` was awaited
 };
 
 // Runs `request` to completion. Secrets in `request` are overwritten once the subject has started.

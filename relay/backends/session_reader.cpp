@@ -148,7 +148,14 @@ session_reader check_session_reader(long container_pid, std::string_view contain
             struct stat held {};
             if (::stat((fds + "/" + std::to_string(fd)).c_str(), &held) == 0 && held.st_dev == input.st_dev &&
                 held.st_ino == input.st_ino) {
-                const auto inner = status_number(status_of(pid), "NSpid");
+                const auto status = status_of(pid);
+                // The helper's own fork (the launcher it starts ahead, in_container/process/spawn.hpp),
+                // before its exec leaves only /dev/null there. Nothing else is the helper's child before
+                // `run`: a process cannot choose its parent, and the helper has no other descendant to adopt.
+                if (status_number(status, "PPid") == *helper && runs_genuine(pid, genuine_path)) {
+                    break;
+                }
+                const auto inner = status_number(status, "NSpid");
                 return {reader_verdict::shared,
                         "process " + (inner ? std::to_string(*inner) : std::string("?")) + " (`" +
                             command_of(pid) + "`) holds the helper's stdin open"};

@@ -8,6 +8,9 @@
 #include <chrono>
 #include <csignal>
 #include <fstream>
+#include <sstream>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 
@@ -118,6 +121,74 @@ TEST_CASE("the subject's parent is its supervisor from its first instruction, ne
         s.process.close_stdin();
         REQUIRE(s.process.wait() == 0);
     }
+}
+
+// The launcher a session starts once it has said hello (spawn.hpp's standby_launcher): its pid, once the
+// session's child runs `launch-subject --standby`.
+pid_t standby_launcher_of(pid_t session_pid) {
+    pid_t found = 0;
+    const std::string children =
+        "/proc/" + std::to_string(session_pid) + "/task/" + std::to_string(session_pid) + "/children";
+    const bool seen = eventually([&] {
+        std::istringstream pids(read_text(children));
+        for (pid_t pid = 0; pids >> pid;) {
+            if (read_text("/proc/" + std::to_string(pid) + "/cmdline")
+                    .find(std::string("launch-subject\0--standby", 24)) != std::string::npos) {
+                found = pid;
+                return true;
+            }
+        }
+        return false;
+    });
+    REQUIRE_MESSAGE(seen, "no launcher on standby among the session's children");
+    return found;
+}
+
+TEST_CASE("the launcher started while `run` is awaited is the one that launches the subject") {
+    scratch dir;
+    session s;
+    const pid_t standby = standby_launcher_of(s.process.pid());
+    const std::string ran = (dir.path() / "ran").string();
+    s.start(dir.request({"sh", "-c", "touch \"$0\"; exec sleep 30", ran}));
+    const auto started = started_of(s.next());
+    CHECK(started.pid != standby);
+    // Used, it exits as soon as the subject is on its way; unused, it would wait until the session ends.
+    CHECK(eventually([standby] { return !process_alive(standby); }));
+    CHECK(eventually([&ran] { return std::filesystem::exists(ran); })); // it runs
+    s.process.close_stdin(); // the relay gone: the subject is settled
+    (void)report_of(s.next(), true);
+    CHECK(s.process.wait() == 0);
+}
+
+TEST_CASE("a session that ends before `run` kills its launcher and reaps it itself") {
+    // As the subreaper of this test, an orphan the session left would become ours: then waitpid finds it.
+    REQUIRE(::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
+    pid_t standby = 0;
+    {
+        session s;
+        standby = standby_launcher_of(s.process.pid());
+        s.process.close_stdin();
+        CHECK(s.process.wait() == 0);
+    }
+    errno = 0;
+    CHECK(::waitpid(standby, nullptr, WNOHANG) == -1);
+    CHECK(errno == ECHILD);
+    (void)::prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+TEST_CASE("a launcher killed while `run` is awaited: the subject starts through one launched then") {
+    scratch dir;
+    session s;
+    const pid_t standby = standby_launcher_of(s.process.pid());
+    REQUIRE(::kill(standby, SIGKILL) == 0);
+    REQUIRE(eventually([standby] { return !process_alive(standby); }));
+    s.start(dir.request({"sh", "-c", "echo $PPID"}));
+    (void)started_of(s.next());
+    const auto report = report_of(s.next(), false);
+    CHECK(report.exit_code == 0);
+    CHECK(read_text(dir.artifact(true)) == std::to_string(s.process.pid()) + "\n");
+    s.process.close_stdin();
+    CHECK(s.process.wait() == 0);
 }
 
 TEST_CASE("a subject whose user may not enter a directory on its way is never started, and the error names "

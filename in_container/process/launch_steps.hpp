@@ -1,0 +1,39 @@
+// What the two sides of a subject's start share: the supervisor's (spawn.cpp) and the launcher's
+// (launcher.cpp). The status protocol, the last steps that make a process the subject, the launcher's
+// arguments, and what a launcher on standby is handed.
+#pragma once
+
+#include "in_container/process/spawn.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace maka_eval::in_container {
+
+// Launcher or child → parent: one tag byte and a number (the subject's pid after 'P', else the errno).
+bool send_status(int status_fd, char tag, int value);
+[[noreturn]] void report_and_exit(int status_fd, char tag, int error, int exit_code);
+
+// In the process that is to be the subject: its own session, its stdin (`null_fd`, or the terminal),
+// stdout and stderr, umask 077, the scope published, the OOM score, the subject's identity and working
+// directory, then exec along `candidates`. Reports on `status_fd` what failed, and exits.
+[[noreturn]] void become_subject(const spawn_plan& plan, int status_fd, int null_fd,
+                                 const std::vector<char*>& argv, const std::vector<char*>& envp,
+                                 const std::vector<std::string>& candidates,
+                                 const std::vector<gid_t>& groups);
+
+// `maka-eval-helper launch-subject STATUS_FD SCOPE_DIR_FD …`, as the launcher parses it.
+[[nodiscard]] std::vector<std::string> launcher_arguments(const spawn_plan& plan, int status_fd,
+                                                          const std::vector<gid_t>& groups);
+
+// What a standby launcher is handed: the subject's stdin, stdout and stderr, the status pipe and the scope
+// directory, in this order, as SCM_RIGHTS beside an 8-byte length; then that many bytes: the launcher's
+// arguments after its two descriptor numbers (as launcher_arguments makes them) and the subject's
+// environment, each NUL-terminated, the first string their count.
+inline constexpr std::size_t handed_fds = 5;
+inline constexpr std::uint64_t handed_limit = std::uint64_t{64} * 1024 * 1024; // a `run` line: 4 MiB at most
+
+} // namespace maka_eval::in_container
