@@ -640,11 +640,19 @@ def cold_connect(build, relay, other, rounds, rows):
     base = statistics.median(bare)
     rows.append(("bare `docker exec` of a frame-printing subject, fresh container (connect baseline)",
                  fmt(bare, "ms"), f"{rounds} rounds"))
+    def paired(ours, theirs):
+        # Round by round (the three of a round run back to back): the engine's drift, which moves a cold
+        # trial by more than the builds differ, cancels within a round. The median ratio and its quartiles.
+        ratios = sorted(a / b for a, b in zip(ours, theirs))
+        q = statistics.quantiles(ratios, n=4)
+        return f"{statistics.median(ratios):.3f}× paired by round (quartiles {q[0]:.3f}–{q[2]:.3f})"
+
     for label, w in walls.items():
-        note = f"{statistics.median(w) / base:.2f}× the bare exec (target ≤ 1.1×)"
+        note = (f"{statistics.median(w) / base:.2f}× the bare exec, {paired(w, bare)} (target ≤ 1.1×)")
         if label != "this build":
             note += "; this build: " + \
-                f"{statistics.median(walls['this build']) / statistics.median(w):.3f}× it (target ≤ 1.0×)"
+                f"{statistics.median(walls['this build']) / statistics.median(w):.3f}× it, " + \
+                f"{paired(walls['this build'], w)} (target ≤ 1.0×)"
         rows.append((f"cold trial through `connect`, frame-printing subject, {label}", fmt(w, "ms"), note))
     for label, by_phase in spans.items():
         if by_phase:
