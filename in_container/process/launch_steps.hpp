@@ -8,7 +8,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <vector>
 
 namespace maka_eval::in_container {
@@ -35,5 +37,23 @@ bool send_status(int status_fd, char tag, int value);
 // environment, each NUL-terminated, the first string their count.
 inline constexpr std::size_t handed_fds = 5;
 inline constexpr std::uint64_t handed_limit = std::uint64_t{64} * 1024 * 1024; // a `run` line: 4 MiB at most
+
+// That first message, for sendmsg and recvmsg alike: the length, and room for the descriptors.
+struct handover_header {
+    std::uint64_t size = 0;
+    iovec part{&size, sizeof size};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * handed_fds)] = {};
+    msghdr message{.msg_name = nullptr,
+                   .msg_namelen = 0,
+                   .msg_iov = &part,
+                   .msg_iovlen = 1,
+                   .msg_control = control,
+                   .msg_controllen = sizeof control,
+                   .msg_flags = 0};
+
+    handover_header() = default;
+    handover_header(const handover_header&) = delete; // it points into itself
+    handover_header& operator=(const handover_header&) = delete;
+};
 
 } // namespace maka_eval::in_container

@@ -316,14 +316,8 @@ int launch_on_standby(std::string_view fd_text) {
     if (!number_of(fd_text, socket)) {
         return 2;
     }
-    std::uint64_t size = 0;
-    iovec header{&size, sizeof size};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * handed_fds)] = {};
-    msghdr message{};
-    message.msg_iov = &header;
-    message.msg_iovlen = 1;
-    message.msg_control = control;
-    message.msg_controllen = sizeof control;
+    handover_header header;
+    msghdr& message = header.message;
     ssize_t got = -1;
     while ((got = ::recvmsg(socket, &message, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
     }
@@ -340,18 +334,18 @@ int launch_on_standby(std::string_view fd_text) {
     }
     const int status_fd = fds[3];
     // The rest of the length, should it have come apart, then the payload.
-    auto* length = reinterpret_cast<char*>(&size);
-    for (auto at = static_cast<std::size_t>(got); whole && at < sizeof size;) {
-        const ssize_t n = posix::read_retry(socket, length + at, sizeof size - at);
+    auto* length = reinterpret_cast<char*>(&header.size);
+    for (auto at = static_cast<std::size_t>(got); whole && at < sizeof header.size;) {
+        const ssize_t n = posix::read_retry(socket, length + at, sizeof header.size - at);
         if (n <= 0) {
             report_and_exit(status_fd, 'F', EIO, 126);
         }
         at += static_cast<std::size_t>(n);
     }
-    if (!whole || size > handed_limit) {
+    if (!whole || header.size > handed_limit) {
         report_and_exit(status_fd, 'F', EINVAL, 126); // not what hand_over sends: nothing is started
     }
-    std::string payload(static_cast<std::size_t>(size), '\0');
+    std::string payload(static_cast<std::size_t>(header.size), '\0');
     for (std::size_t at = 0; at < payload.size();) {
         const ssize_t n = posix::read_retry(socket, payload.data() + at, payload.size() - at);
         if (n <= 0) {

@@ -50,36 +50,41 @@ bool send_all(int socket, std::string_view bytes) {
 // Hands the plan to the launcher waiting on `socket`; false when it is gone.
 bool hand_over(int socket, const spawn_plan& plan, const std::vector<std::string>& launch_args,
                const std::array<int, handed_fds>& fds) {
+    constexpr std::size_t skipped = 4; // the binary's name, the command, the two descriptor numbers
+    // Its whole size first: a string that grew would leave copies of the environment (credentials among
+    // it) in the blocks it outgrew, which this process does not wipe when they are freed.
+    const std::string count = std::to_string(launch_args.size() - skipped);
+    std::size_t total = count.size() + 1;
+    for (std::size_t i = skipped; i < launch_args.size(); ++i) {
+        total += launch_args[i].size() + 1;
+    }
+    for (const auto& entry : plan.environment) {
+        total += entry.size() + 1;
+    }
     std::string payload;
+    payload.reserve(total);
     const auto add = [&payload](std::string_view text) {
         payload.append(text);
         payload.push_back('\0');
     };
-    constexpr std::size_t skipped = 4; // the binary's name, the command, the two descriptor numbers
-    add(std::to_string(launch_args.size() - skipped));
+    add(count);
     for (std::size_t i = skipped; i < launch_args.size(); ++i) {
         add(launch_args[i]);
     }
     for (const auto& entry : plan.environment) {
         add(entry);
     }
-    std::uint64_t size = payload.size();
-    iovec header{&size, sizeof size};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * handed_fds)] = {};
-    msghdr message{};
-    message.msg_iov = &header;
-    message.msg_iovlen = 1;
-    message.msg_control = control;
-    message.msg_controllen = sizeof control;
-    cmsghdr* rights = CMSG_FIRSTHDR(&message);
+    handover_header header;
+    header.size = payload.size();
+    cmsghdr* rights = CMSG_FIRSTHDR(&header.message);
     rights->cmsg_level = SOL_SOCKET;
     rights->cmsg_type = SCM_RIGHTS;
     rights->cmsg_len = CMSG_LEN(sizeof(int) * handed_fds);
     std::memcpy(CMSG_DATA(rights), fds.data(), sizeof(int) * handed_fds);
     ssize_t sent = -1;
-    while ((sent = ::sendmsg(socket, &message, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
+    while ((sent = ::sendmsg(socket, &header.message, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
     }
-    const bool handed = sent == static_cast<ssize_t>(sizeof size) && send_all(socket, payload);
+    const bool handed = sent == static_cast<ssize_t>(sizeof header.size) && send_all(socket, payload);
     contracts::wipe(payload); // the subject's environment: credentials among it
     return handed;
 }

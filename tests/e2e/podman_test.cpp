@@ -130,10 +130,14 @@ TEST_CASE("a warm trial writes the helper in again while a helper runs from it")
     // A session that waits on its stdin, as another trial's would.
     REQUIRE(c->exec("(sleep 600 | /.maka-eval/maka-eval-helper session) </dev/null >/dev/null 2>&1 &")
                 .exit_code == 0);
+    // The session, not the launcher it starts on standby (also maka-eval-helper, `launch-subject`).
     std::string pid;
     REQUIRE(eventually(
         [&] {
-            pid = c->exec("pidof maka-eval-helper").out;
+            pid =
+                c->exec("for p in $(pidof maka-eval-helper); do grep -q session /proc/$p/cmdline && echo $p; "
+                        "done; true")
+                    .out;
             return !pid.empty();
         },
         60000));

@@ -66,22 +66,28 @@ TEST_CASE("once the subject runs, the helper holds a credential only in its mask
     for (int i = 0; i < 32; ++i) {
         value += "0123456789abcdef"[random() % 16];
     }
-    const scratch dir;
-    session s;
-    // The subject prints a line, which the helper can only pass on once its table is built, and then waits.
-    auto request = dir.request({"sh", "-c", "echo ready; exec sleep 60"});
-    request.credentials = {{"KEY", value}};
-    request.follow = true;
-    s.start(request);
-    bool ready = false;
-    while (!ready) {
-        auto message = s.next(30000);
-        REQUIRE(message);
-        if (const auto* output = std::get_if<contracts::output_message>(&*message)) {
-            ready = output->data.find("ready") != std::string::npos;
+    // Environments of many sizes: a buffer that grows leaves a copy behind only at some (a string built by
+    // appends once left one with 400 more bytes of environment, and none with 0–200 or 800–1600).
+    for (std::size_t filler = 0; filler < 4096; filler += 64) {
+        CAPTURE(filler);
+        const scratch dir;
+        session s;
+        // The subject prints a line, which the helper can only pass on once its table is built, then waits.
+        auto request = dir.request({"sh", "-c", "echo ready; exec sleep 60"});
+        request.credentials = {{"KEY", value}};
+        request.environment.emplace_back("FILLER", std::string(filler, 'x'));
+        request.follow = true;
+        s.start(request);
+        bool ready = false;
+        while (!ready) {
+            auto message = s.next(30000);
+            REQUIRE(message);
+            if (const auto* output = std::get_if<contracts::output_message>(&*message)) {
+                ready = output->data.find("ready") != std::string::npos;
+            }
         }
+        CHECK(copies_in(s.process.pid(), value) == 1);
+        s.process.close_stdin(); // the relay gone: the helper settles the subject and ends
+        CHECK(s.process.wait() != -1);
     }
-    CHECK(copies_in(s.process.pid(), value) == 1);
-    s.process.close_stdin(); // the relay gone: the helper settles the subject and ends
-    CHECK(s.process.wait() != -1);
 }
