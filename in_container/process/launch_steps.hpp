@@ -27,6 +27,10 @@ bool send_status(int status_fd, char tag, int value);
                                  const std::vector<std::string>& candidates,
                                  const std::vector<gid_t>& groups);
 
+// The PATH of a null-terminated environment ("NAME=VALUE" entries), where the subject's command is looked
+// up; nullptr when it has none.
+[[nodiscard]] const char* path_in(const std::vector<char*>& envp);
+
 // `maka-eval-helper launch-subject STATUS_FD SCOPE_DIR_FD …`, as the launcher parses it.
 [[nodiscard]] std::vector<std::string> launcher_arguments(const spawn_plan& plan, int status_fd,
                                                           const std::vector<gid_t>& groups);

@@ -187,6 +187,16 @@ std::optional<std::string> first_refused_directory(const std::string& path) {
     report_and_exit(status_fd, 'E', error, error == ENOENT ? 127 : 126);
 }
 
+const char* path_in(const std::vector<char*>& envp) {
+    const char* path = nullptr;
+    for (const char* entry : envp) {
+        if (entry != nullptr && std::string_view(entry).starts_with("PATH=")) {
+            path = entry + 5; // the last one, should there be two
+        }
+    }
+    return path;
+}
+
 // The launcher's arguments: what the child needs besides its argv and environment (which it gets as its
 // own), as text. Descriptors are numbers that survive the exec; the identity is "uid:gid:g1,g2,…".
 std::vector<std::string> launcher_arguments(const spawn_plan& plan, int status_fd,
@@ -269,13 +279,7 @@ int launch(std::span<const std::string_view> args, const std::vector<char*>& env
         argv.push_back(const_cast<char*>(arg.c_str()));
     }
     argv.push_back(nullptr);
-    const char* path = nullptr;
-    for (const char* entry : envp) {
-        if (entry != nullptr && std::string_view(entry).starts_with("PATH=")) {
-            path = entry + 5;
-        }
-    }
-    const auto candidates = posix::exec_candidates(plan.argv.front(), path);
+    const auto candidates = posix::exec_candidates(plan.argv.front(), path_in(envp));
     // The subject's exec closes these; the launcher's exit closes its own copies.
     (void)::fcntl(status_fd, F_SETFD, FD_CLOEXEC);
     (void)::fcntl(plan.scope_directory, F_SETFD, FD_CLOEXEC);
@@ -333,26 +337,26 @@ int launch_on_standby(std::string_view fd_text) {
         std::memcpy(fds.data(), CMSG_DATA(rights), sizeof(int) * handed_fds);
     }
     const int status_fd = fds[3];
-    // The rest of the length, should it have come apart, then the payload.
-    auto* length = reinterpret_cast<char*>(&header.size);
-    for (auto at = static_cast<std::size_t>(got); whole && at < sizeof header.size;) {
-        const ssize_t n = posix::read_retry(socket, length + at, sizeof header.size - at);
-        if (n <= 0) {
-            report_and_exit(status_fd, 'F', EIO, 126);
+    // Exactly `size` more bytes into `into`, or the supervisor is told and nothing starts.
+    const auto read_exactly = [socket, status_fd](char* into, std::size_t size) {
+        for (std::size_t at = 0; at < size;) {
+            const ssize_t n = posix::read_retry(socket, into + at, size - at);
+            if (n <= 0) {
+                report_and_exit(status_fd, 'F', EIO, 126);
+            }
+            at += static_cast<std::size_t>(n);
         }
-        at += static_cast<std::size_t>(n);
+    };
+    // The rest of the length, should it have come apart, then the payload.
+    if (whole && static_cast<std::size_t>(got) < sizeof header.size) {
+        read_exactly(reinterpret_cast<char*>(&header.size) + got,
+                     sizeof header.size - static_cast<std::size_t>(got));
     }
     if (!whole || header.size > handed_limit) {
         report_and_exit(status_fd, 'F', EINVAL, 126); // not what hand_over sends: nothing is started
     }
     std::string payload(static_cast<std::size_t>(header.size), '\0');
-    for (std::size_t at = 0; at < payload.size();) {
-        const ssize_t n = posix::read_retry(socket, payload.data() + at, payload.size() - at);
-        if (n <= 0) {
-            report_and_exit(status_fd, 'F', EIO, 126);
-        }
-        at += static_cast<std::size_t>(n);
-    }
+    read_exactly(payload.data(), payload.size());
     ::close(socket);
     for (int target = 0; target < 3; ++target) {
         if (::dup2(fds[static_cast<std::size_t>(target)], target) < 0) {

@@ -33,20 +33,6 @@ bool read_message(int fd, char (&message)[1 + sizeof(int)]) {
     return got == sizeof message;
 }
 
-bool send_all(int socket, std::string_view bytes) {
-    while (!bytes.empty()) {
-        const ssize_t n = ::send(socket, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            return false;
-        }
-        bytes.remove_prefix(static_cast<std::size_t>(n));
-    }
-    return true;
-}
-
 // Hands the plan to the launcher waiting on `socket`; false when it is gone.
 bool hand_over(int socket, const spawn_plan& plan, const std::vector<std::string>& launch_args,
                const std::array<int, handed_fds>& fds) {
@@ -84,7 +70,8 @@ bool hand_over(int socket, const spawn_plan& plan, const std::vector<std::string
     ssize_t sent = -1;
     while ((sent = ::sendmsg(socket, &header.message, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
     }
-    const bool handed = sent == static_cast<ssize_t>(sizeof header.size) && send_all(socket, payload);
+    // The rest as any write (SIGPIPE is ignored in a session: a launcher gone is EPIPE, false).
+    const bool handed = sent == static_cast<ssize_t>(sizeof header.size) && write_all(socket, payload);
     contracts::wipe(payload); // the subject's environment: credentials among it
     return handed;
 }
@@ -184,24 +171,6 @@ void standby_launcher::dismiss() {
 }
 
 spawn_outcome spawn_subject(const spawn_plan& plan, standby_launcher* standby) {
-    // argv, envp, the exec candidates and the groups are built before fork. The child still allocates on its
-    // failure paths (error messages) and reads /proc for its own start time: safe only because the helper
-    // is single-threaded (no lock can be held by another thread at fork), which it must stay.
-    std::vector<char*> argv;
-    for (const auto& arg : plan.argv) {
-        argv.push_back(const_cast<char*>(arg.c_str()));
-    }
-    argv.push_back(nullptr);
-    std::vector<char*> envp;
-    const char* path = nullptr;
-    for (const auto& entry : plan.environment) {
-        envp.push_back(const_cast<char*>(entry.c_str()));
-        if (entry.starts_with("PATH=")) {
-            path = entry.c_str() + 5;
-        }
-    }
-    envp.push_back(nullptr);
-    const auto candidates = posix::exec_candidates(plan.argv.front(), path);
     const auto groups = plan.identity ? group_list(*plan.identity) : std::vector<gid_t>();
 
     auto status_pipe = posix::make_pipe();
@@ -224,6 +193,21 @@ spawn_outcome spawn_subject(const spawn_plan& plan, standby_launcher* standby) {
         }
         standby->dismiss(); // gone: reaped now, so that it is never taken for one of the subject's
     }
+    // A launcher forked now: argv, envp, the exec candidates and the launcher's argv are built before fork.
+    // The child still allocates on its failure paths (error messages) and reads /proc for its own start
+    // time: safe only because the helper is single-threaded (no lock can be held by another thread at
+    // fork), which it must stay.
+    std::vector<char*> argv;
+    for (const auto& arg : plan.argv) {
+        argv.push_back(const_cast<char*>(arg.c_str()));
+    }
+    argv.push_back(nullptr);
+    std::vector<char*> envp;
+    for (const auto& entry : plan.environment) {
+        envp.push_back(const_cast<char*>(entry.c_str()));
+    }
+    envp.push_back(nullptr);
+    const auto candidates = posix::exec_candidates(plan.argv.front(), path_in(envp));
     std::vector<char*> launcher_argv;
     launcher_argv.reserve(launch_args.size() + 1);
     for (const auto& arg : launch_args) {
